@@ -47,6 +47,7 @@ type cluster struct {
 	// error it returns is the patch's answer.
 	beforePatch func(name string, patch []byte) error
 	patches     []patchCall
+	landed      atomic.Int64 // patches that succeeded
 }
 
 type patchCall struct {
@@ -56,7 +57,7 @@ type patchCall struct {
 }
 
 func newCluster(t testing.TB, objs ...runtime.Object) *cluster {
-	c := &cluster{t: t, cs: fake.NewClientset()}
+	c := &cluster{t: t, cs: fake.NewSimpleClientset()} //nolint:staticcheck // see newCluster
 	c.cs.PrependReactor("create", "*", c.stamp)
 	c.cs.PrependReactor("update", "*", c.stamp)
 	c.cs.PrependReactor("patch", "deployments", c.patchDeployment)
@@ -69,7 +70,7 @@ func newCluster(t testing.TB, objs ...runtime.Object) *cluster {
 func (c *cluster) nextRV() string { return strconv.FormatInt(c.rv.Add(1), 10) }
 
 // stamp sets the resourceVersion of created and updated objects, and answers
-// 409 to an update of a Deployment that carries a stale one.
+// 409 to an update that carries a stale one.
 func (c *cluster) stamp(action k8stesting.Action) (bool, runtime.Object, error) {
 	var obj runtime.Object
 	switch a := action.(type) {
@@ -84,17 +85,22 @@ func (c *cluster) stamp(action k8stesting.Action) (bool, runtime.Object, error) 
 	if err != nil {
 		return true, nil, err
 	}
-	if d, ok := obj.(*appsv1.Deployment); ok && action.GetVerb() == "update" {
-		stored, err := c.deployment(d.Name)
+	if action.GetVerb() == "update" {
+		stored, err := c.cs.Tracker().Get(action.GetResource(), action.GetNamespace(), m.GetName())
 		if err != nil {
 			return true, nil, err
 		}
-		if d.ResourceVersion != "" && d.ResourceVersion != stored.ResourceVersion {
-			return true, nil, apierrors.NewConflict(deploymentsGVR.GroupResource(), d.Name,
+		storedMeta, err := metaOf(stored)
+		if err != nil {
+			return true, nil, err
+		}
+		if m.GetResourceVersion() != "" && m.GetResourceVersion() != storedMeta.GetResourceVersion() {
+			return true, nil, apierrors.NewConflict(action.GetResource().GroupResource(), m.GetName(),
 				fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 		}
-		if action.GetSubresource() == "" && !apiequality.Semantic.DeepEqual(d.Spec, stored.Spec) {
-			d.Generation = stored.Generation + 1
+		d, isDeployment := obj.(*appsv1.Deployment)
+		if isDeployment && action.GetSubresource() == "" && !apiequality.Semantic.DeepEqual(d.Spec, stored.(*appsv1.Deployment).Spec) {
+			d.Generation = storedMeta.GetGeneration() + 1
 		}
 	}
 	m.SetResourceVersion(c.nextRV())
@@ -124,6 +130,9 @@ func (c *cluster) patchDeployment(action k8stesting.Action) (bool, runtime.Objec
 	c.mu.Lock()
 	c.patches = append(c.patches, patchCall{Name: a.GetName(), Patch: a.GetPatch(), Err: err})
 	c.mu.Unlock()
+	if err == nil {
+		c.landed.Add(1)
+	}
 	if err != nil {
 		return true, nil, err
 	}
@@ -252,15 +261,7 @@ func (c *cluster) patchCalls() []patchCall {
 }
 
 // successfulPatches counts the scaler's Deployment writes that landed.
-func (c *cluster) successfulPatches() int {
-	n := 0
-	for _, p := range c.patchCalls() {
-		if p.Err == nil {
-			n++
-		}
-	}
-	return n
-}
+func (c *cluster) successfulPatches() int { return int(c.landed.Load()) }
 
 func (c *cluster) setBeforePatch(f func(name string, patch []byte) error) {
 	c.mu.Lock()

@@ -48,11 +48,13 @@ type Controller struct {
 	client kubernetes.Interface
 	clock  clock.WithTicker
 
-	deployFactory informers.SharedInformerFactory
-	podFactory    informers.SharedInformerFactory
-	deployments   appslisters.DeploymentLister
-	pods          corelisters.PodLister
-	synced        []cache.InformerSynced
+	deployFactory   informers.SharedInformerFactory
+	podFactory      informers.SharedInformerFactory
+	deployments     appslisters.DeploymentLister
+	pods            corelisters.PodLister
+	podIndex        cache.Indexer
+	deploymentIndex cache.Indexer
+	synced          []cache.InformerSynced
 
 	registry *prometheus.Registry // nil when the caller gave a Registerer
 	metrics  *metrics
@@ -74,6 +76,10 @@ type Controller struct {
 	// key is retried when a newer version reaches the cache even if that
 	// version changes nothing the update filter looks at.
 	conflicted keyedStrings
+	// written holds the resourceVersion a successful write was made on,
+	// until the cache has moved past it: a reconcile that still sees that
+	// version would decide on state the scaler itself has just replaced.
+	written keyedStrings
 }
 
 // New returns a scaler that uses client for every read and write. It
@@ -129,6 +135,14 @@ func New(cfg Config, client kubernetes.Interface) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("controller: pod handler: %w", err)
 	}
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{podsByLabel: indexPodsByLabel}); err != nil {
+		return nil, fmt.Errorf("controller: pod index: %w", err)
+	}
+	if err := deployInformer.Informer().AddIndexers(cache.Indexers{deploymentsBySelectorLabel: indexDeploymentsBySelectorLabel}); err != nil {
+		return nil, fmt.Errorf("controller: deployment index: %w", err)
+	}
+	c.podIndex = podInformer.Informer().GetIndexer()
+	c.deploymentIndex = deployInformer.Informer().GetIndexer()
 	c.synced = []cache.InformerSynced{deployInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
 	if cfg.LeaderElection != nil {
 		c.leaderHealth = leaderelection.NewLeaderHealthzAdaptor(cfg.LeaderElection.LeaseDuration)
@@ -349,10 +363,19 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if apierrors.IsNotFound(err) {
 		c.warned.delete(key)
 		c.conflicted.delete(key)
+		c.written.delete(key)
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if rv, ok := c.written.get(key); ok {
+		if rv == d.ResourceVersion {
+			// The update event of our own write will enqueue it again.
+			logger.V(4).Info("Waiting", "reason", "OwnWriteNotCached", "resourceVersion", rv)
+			return nil
+		}
+		c.written.delete(key)
 	}
 	if !managed(d) || d.DeletionTimestamp != nil {
 		return nil
@@ -368,11 +391,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	c.warned.delete(key)
 
-	pods, err := c.pods.Pods(d.Namespace).List(selector)
+	ready, err := c.readyPods(d, selector)
 	if err != nil {
 		return err
 	}
-	in := PolicyInput{Desired: desiredReplicas(d), Ready: countReady(pods), Max: maxReplicas}
+	in := PolicyInput{Desired: desiredReplicas(d), Ready: ready, Max: maxReplicas}
 	decision := Decide(in)
 	if !decision.Scale {
 		logger.V(4).Info("No action", "reason", decision.Reason, "desired", in.Desired, "ready", in.Ready, "max", in.Max)
@@ -418,6 +441,9 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, in PolicyI
 		return fmt.Errorf("scaling %s: %w", key, err)
 	}
 	c.conflicted.delete(key)
+	if d.ResourceVersion != "" {
+		c.written.set(key, d.ResourceVersion)
+	}
 	c.metrics.scaleActions.Inc()
 	logger.Info("Scaled up", "deployment", key, "from", in.Desired, "to", decision.Target, "ready", in.Ready, "max", in.Max)
 	c.recorder.Eventf(d, corev1.EventTypeNormal, ReasonScaledUp,

@@ -50,6 +50,14 @@ func start(t *testing.T, c *cluster, cfg controller.Config) *instance {
 
 func startWith(t *testing.T, c *cluster, cfg controller.Config, onPatch func(ctx context.Context, name string) error) *instance {
 	t.Helper()
+	i := launch(t, c, cfg, onPatch)
+	waitReady(t, i.ctl)
+	return i
+}
+
+// launch runs a scaler on c in the current bubble without waiting for it.
+func launch(t *testing.T, c *cluster, cfg controller.Config, onPatch func(ctx context.Context, name string) error) *instance {
+	t.Helper()
 	var client = hookedClient{Interface: c.cs, onPatch: func(context.Context, string) error { return nil }}
 	if onPatch != nil {
 		client.onPatch = onPatch
@@ -61,7 +69,6 @@ func startWith(t *testing.T, c *cluster, cfg controller.Config, onPatch func(ctx
 	i := &instance{ctl: ctl, cancel: cancel, done: make(chan error, 1)}
 	go func() { i.done <- ctl.Run(ctx) }()
 	t.Cleanup(func() { _ = i.stop() })
-	waitReady(t, ctl)
 	return i
 }
 
@@ -468,14 +475,14 @@ func TestShutdownIsOrderedAndBounded(t *testing.T) {
 			<-entered
 			require.NoError(t, i.ctl.Ready())
 
-			var readyDuringShutdown error
+			readyDuringShutdown := make(chan error, 1)
 			go func() {
-				synctest.Wait()
-				readyDuringShutdown = i.ctl.Ready()
+				synctest.Wait() // Run is blocked on the in-flight write
+				readyDuringShutdown <- i.ctl.Ready()
 			}()
 			stopped := time.Now()
 			require.NoError(t, i.stop())
-			assert.Error(t, readyDuringShutdown, "not ready first")
+			assert.Error(t, <-readyDuringShutdown, "not ready first")
 			assert.Equal(t, 3*time.Second, time.Since(stopped).Round(time.Millisecond), "waited for the write, no longer")
 			assert.Equal(t, int32(4), c.replicas("web"), "the in-flight write landed")
 		})

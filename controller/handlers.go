@@ -4,7 +4,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 )
@@ -105,25 +104,12 @@ func (c *Controller) deletePod(obj any) {
 // enqueueOwners enqueues the managed Deployments whose selector matches p:
 // the ones whose ready count p takes part in.
 func (c *Controller) enqueueOwners(p *corev1.Pod) {
-	if len(p.Labels) == 0 {
-		return
-	}
-	ds, err := c.deployments.Deployments(p.Namespace).List(labels.Everything())
+	ds, err := c.deploymentsFor(p)
 	if err != nil {
-		c.logger.Error(err, "Listing deployments for a pod", "pod", cache.MetaObjectToName(p))
+		c.logger.Error(err, "Finding deployments for a pod", "pod", cache.MetaObjectToName(p))
 		return
 	}
-	set := labels.Set(p.Labels)
 	for _, d := range ds {
-		if d.Spec.Selector == nil {
-			continue
-		}
-		s, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || s.Empty() {
-			continue // sync reports it when the Deployment itself is reconciled
-		}
-		if s.Matches(set) {
-			c.queue.Add(cache.MetaObjectToName(d))
-		}
+		c.queue.Add(cache.MetaObjectToName(d))
 	}
 }
