@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -138,10 +139,71 @@ func TestReactsToPodsTurningUnreadyWithoutDeploymentChange(t *testing.T) {
 		after, err := c.deployment("web")
 		require.NoError(t, err)
 		assert.Equal(t, int32(8), *after.Spec.Replicas)
-		assert.Len(t, c.patchCalls(), 1)
+		require.Len(t, c.patchCalls(), 1)
 		assert.Equal(t, before.ResourceVersion, patchedRV(t, c.patchCalls()[0]),
 			"the decision was made on the Deployment as it was; only pods changed")
 	})
+}
+
+func TestDoesNotDecideOnStateItJustReplaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, objects([]runtime.Object{deployment("web", 4)}, pods("web", 4, 4))...)
+		deployWatch := c.faultWatches(deploymentsGVR)
+		start(t, c, controller.Config{})
+
+		// The scaler's own write is slow to reach its cache while pods keep
+		// changing: it must not decide again on the version it replaced.
+		deployWatch.hold()
+		for _, p := range []string{"web-0", "web-1", "web-2", "web-3"} {
+			c.setReady(p, false)
+			synctest.Wait()
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Len(t, c.patchCalls(), 1, "one write, no stale second decision")
+
+		deployWatch.release()
+		synctest.Wait()
+		assert.Equal(t, int32(8), c.replicas("web"))
+		assert.Len(t, c.patchCalls(), 1)
+	})
+}
+
+func TestReadyPodsAreCountedBySelector(t *testing.T) {
+	both := map[string]string{"app": "web", "tier": "front"}
+	for _, tt := range []struct {
+		name     string
+		selector *metav1.LabelSelector
+	}{
+		{"matchLabels", &metav1.LabelSelector{MatchLabels: both}},
+		{"matchExpressions", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}},
+			{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"front"}},
+		}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				withLabels := func(p *corev1.Pod, l map[string]string) *corev1.Pod { p.Labels = l; return p }
+				terminating := withLabels(pod("web-terminating", "web", true), both)
+				terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				terminating.Finalizers = []string{"example.com/hold"}
+				elsewhere := withLabels(pod("web-elsewhere", "web", true), both)
+				elsewhere.Namespace = "other"
+				c := newCluster(t,
+					deployment("web", 5, withSelector(tt.selector)),
+					withLabels(pod("web-a", "web", true), both),
+					withLabels(pod("web-b", "web", true), both),
+					withLabels(pod("web-c", "web", false), both),
+					withLabels(pod("web-back-1", "web", true), map[string]string{"app": "web", "tier": "back"}),
+					withLabels(pod("web-back-2", "web", true), map[string]string{"app": "web"}),
+					terminating, elsewhere)
+				start(t, c, controller.Config{})
+				// Counted: web-a and web-b. Not: unready, other tier or no
+				// tier, terminating, other namespace. 2*2 < 5.
+				assert.Equal(t, int32(10), c.replicas("web"))
+			})
+		})
+	}
 }
 
 func TestStopsAtMax(t *testing.T) {
@@ -252,7 +314,7 @@ func TestLeavesUnlabelledDeploymentsAlone(t *testing.T) {
 func TestTombstoneDeleteIsHandled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, objects([]runtime.Object{deployment("web", 3)}, pods("web", 3, 2))...)
-		faults := c.faultPodWatches()
+		faults := c.faultWatches(corev1.SchemeGroupVersion.WithResource("pods"))
 		start(t, c, controller.Config{})
 		require.Equal(t, 0, len(c.patchCalls()), "2 of 3 ready is enough")
 
@@ -372,7 +434,9 @@ func TestInvalidInputGivesOneEventAndNoRetries(t *testing.T) {
 				time.Sleep(time.Hour)
 				synctest.Wait()
 
-				assert.Len(t, c.events(tt.reason), 1, "one Warning Event, however often it is reconciled")
+				events := c.events(tt.reason)
+				require.Len(t, events, 1)
+				assert.EqualValues(t, 1, events[0].Count, "one Warning Event, however often it is reconciled")
 				assert.Empty(t, c.patchCalls(), "left alone")
 				assert.Zero(t, metric(t, i.ctl.Registry(), "workqueue_retries_total", "name", "scaler"), "no retries")
 				assert.GreaterOrEqual(t, metric(t, i.ctl.Registry(), "converge_scaler_reconciles_total", "result", "permanent_error"), 2.0)

@@ -110,6 +110,25 @@ func TestOnlyTheLeaderWrites(t *testing.T) {
 	})
 }
 
+func TestLeaseIsReleasedOnlyAfterInFlightWritesLand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, objects([]runtime.Object{deployment("web", 2)}, pods("web", 2, 0))...)
+		entered := make(chan struct{})
+		var holderAfterWrite string
+		a := launch(t, c, controller.Config{LeaderElection: election("a")}, func(context.Context, string) error {
+			close(entered)
+			time.Sleep(3 * time.Second) // slow API server
+			holderAfterWrite = leaseHolder(c)
+			return nil
+		})
+		<-entered
+		require.NoError(t, a.stop())
+		assert.Equal(t, "a", holderAfterWrite, "the Lease was still held while the write was in flight")
+		assert.Empty(t, leaseHolder(c), "and released after")
+		assert.Equal(t, int32(4), c.replicas("web"))
+	})
+}
+
 func TestLosingTheLeaseStopsAllWork(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, objects([]runtime.Object{deployment("web", 4)}, pods("web", 4, 4))...)

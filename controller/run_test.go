@@ -50,7 +50,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 // BenchmarkReconcile measures reconciles per second with 1,000 managed
 // Deployments (2 pods each) on the fake clientset, through the workqueue.
 // steady: every Deployment is at its fixed point, a reconcile reads the
-// caches and decides nothing. scaling: every reconcile writes a scale-up.
+// caches and decides nothing.
 func BenchmarkReconcile(b *testing.B) {
 	const deployments = 1000
 	b.Run("steady", func(b *testing.B) {
@@ -76,26 +76,6 @@ func BenchmarkReconcile(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(roundUp(b.N, deployments))/time.Since(start).Seconds(), "reconciles/s")
-	})
-	b.Run("scaling", func(b *testing.B) {
-		for b.Loop() {
-			b.StopTimer()
-			var objs []runtime.Object
-			for i := range deployments {
-				name := fmt.Sprintf("web-%04d", i)
-				objs = append(objs, deployment(name, 2))
-				objs = append(objs, pods(name, 2, 0)...)
-			}
-			c := newCluster(b, objs...)
-			b.StartTimer()
-			start := time.Now()
-			_, _, stop := runForBench(b, c)
-			for c.successfulPatches() < deployments {
-				time.Sleep(100 * time.Microsecond)
-			}
-			b.ReportMetric(deployments/time.Since(start).Seconds(), "scales/s")
-			stop()
-		}
 	})
 }
 
