@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-lab/converge/config"
 	"github.com/converge-lab/converge/controller"
 )
 
@@ -212,4 +213,27 @@ current-context: c
 `, server)
 	require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
 	return path
+}
+
+// TestManifestArgsAreValidFlags parses the args of config/'s Deployment with
+// the binary's own flags, so the manifest cannot drift from the binary.
+func TestManifestArgsAreValidFlags(t *testing.T) {
+	objs, err := config.Objects()
+	require.NoError(t, err)
+	var d *appsv1.Deployment
+	for _, o := range objs {
+		if dep, ok := o.(*appsv1.Deployment); ok {
+			d = dep
+		}
+	}
+	require.NotNil(t, d)
+	o, err := parseFlags(d.Spec.Template.Spec.Containers[0].Args, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, o.leaderElect)
+	t.Setenv("POD_NAMESPACE", d.Namespace)
+	t.Setenv("POD_NAME", "converge-scaler-abc")
+	cfg := o.controllerConfig(nil)
+	require.NotNil(t, cfg.LeaderElection)
+	assert.Equal(t, d.Namespace, cfg.LeaderElection.Namespace)
+	assert.Equal(t, "converge-scaler-abc", cfg.LeaderElection.Identity)
 }
