@@ -20,7 +20,7 @@ lint: ## gofmt and go vet
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-bench: ## benchmarks (results: docs/benchmarks.md)
+bench: ## benchmarks (figures in README.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 
 clean: ## remove build outputs

@@ -131,20 +131,27 @@ func TestDeploymentIsProductionReady(t *testing.T) {
 		"the old pod must release the Lease before the new one can turn ready")
 }
 
-// TestKustomizationBuilds runs `kubectl kustomize` on the folder. kubectl is
-// part of the machine image; CI treats its absence as a failure.
+// TestKustomizationBuilds builds the folder with `kubectl kustomize`, or with
+// `kustomize build` where kubectl is absent. Under CI having neither fails.
 func TestKustomizationBuilds(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
+	var cmd *exec.Cmd
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		cmd = exec.Command(kubectl, "kustomize", ".")
+	} else if kustomize, err := exec.LookPath("kustomize"); err == nil {
+		cmd = exec.Command(kustomize, "build", ".")
+	} else {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("kubectl not found under CI: %v", err)
+			t.Fatal("neither kubectl nor kustomize on PATH under CI")
 		}
-		t.Skip("SKIPPED: kubectl not on PATH; `kubectl kustomize config` is not checked")
+		t.Skip("SKIPPED: neither kubectl nor kustomize on PATH; the kustomization is not built")
 	}
-	out, err := exec.Command(kubectl, "kustomize", ".").CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	assert.Equal(t, 7, strings.Count(string(out), "\nkind: ")+boolInt(strings.HasPrefix(string(out), "kind: ")))
-	assert.NotContains(t, string(out), "namespace: default")
+	docs := strings.Split(string(out), "\n---\n")
+	assert.Len(t, docs, 7)
+	for _, doc := range docs {
+		assert.NotContains(t, doc, "namespace: default")
+	}
 }
 
 func flagValues(args []string) map[string]string {
@@ -182,10 +189,3 @@ func envFrom(c corev1.Container, name string) *corev1.ObjectFieldSelector {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
