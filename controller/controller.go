@@ -308,8 +308,13 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 
 	start := c.clock.Now()
-	err := c.sync(ctx, key)
+	requeued, err := c.sync(ctx, key)
 	c.metrics.reconcileTime.Observe(c.clock.Since(start).Seconds())
+	if requeued && err == nil {
+		c.queue.Forget(key)
+		c.metrics.reconciles.WithLabelValues(resultRequeue).Inc()
+		return true
+	}
 	c.handleErr(ctx, key, err)
 	return true
 }
@@ -356,50 +361,51 @@ func (c *Controller) warnOnce(key cache.ObjectName, reason, msg string) {
 }
 
 // sync reconciles one Deployment from the informer caches. It returns an
-// error only when retrying can help, or a permanentError to report.
-func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+// error only when retrying can help, or a permanentError to report, and
+// requeued when it put the key back to wait for its cooldown.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (requeued bool, err error) {
 	logger := klog.FromContext(ctx).WithValues("deployment", key)
 	d, err := c.deployments.Deployments(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.warned.delete(key)
 		c.conflicted.delete(key)
 		c.written.delete(key)
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if rv, ok := c.written.get(key); ok {
 		if rv == d.ResourceVersion {
 			// The update event of our own write will enqueue it again.
 			logger.V(4).Info("Waiting", "reason", "OwnWriteNotCached", "resourceVersion", rv)
-			return nil
+			return false, nil
 		}
 		c.written.delete(key)
 	}
 	if !managed(d) || d.DeletionTimestamp != nil {
-		return nil
+		return false, nil
 	}
 
 	maxReplicas, err := c.maxReplicas(d)
 	if err != nil {
-		return err
+		return false, err
 	}
 	selector, err := podSelector(d)
 	if err != nil {
-		return err
+		return false, err
 	}
 	c.warned.delete(key)
 
 	ready, err := c.readyPods(d, selector)
 	if err != nil {
-		return err
+		return false, err
 	}
 	in := PolicyInput{Desired: desiredReplicas(d), Ready: ready, Max: maxReplicas}
 	decision := Decide(in)
 	if !decision.Scale {
 		logger.V(4).Info("No action", "reason", decision.Reason, "desired", in.Desired, "ready", in.Ready, "max", in.Max)
-		return nil
+		return false, nil
 	}
 
 	// The Deployment controller has not acted on the last spec change yet:
@@ -408,14 +414,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if d.Status.ObservedGeneration < d.Generation {
 		logger.V(4).Info("Waiting", "reason", "GenerationNotObserved",
 			"generation", d.Generation, "observedGeneration", d.Status.ObservedGeneration)
-		return nil
+		return false, nil
 	}
 	if wait := c.cooldownLeft(logger, d); wait > 0 {
 		logger.V(4).Info("Waiting", "reason", "Cooldown", "remaining", wait)
 		c.queue.AddAfter(key, wait)
-		return nil
+		return true, nil
 	}
-	return c.scale(ctx, d, in, decision)
+	return false, c.scale(ctx, d, in, decision)
 }
 
 // scale writes the decision in one request that carries the resourceVersion

@@ -269,7 +269,7 @@ func TestCooldownDelaysTheNextScale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, objects([]runtime.Object{deployment("web", 2)}, pods("web", 2, 0))...)
 		const cooldown = 45 * time.Second
-		start(t, c, controller.Config{Cooldown: cooldown})
+		i := start(t, c, controller.Config{Cooldown: cooldown})
 		first := time.Now()
 		require.Equal(t, int32(4), c.replicas("web"))
 
@@ -288,6 +288,8 @@ func TestCooldownDelaysTheNextScale(t *testing.T) {
 		}
 		assert.Equal(t, int32(8), c.replicas("web"))
 		assert.InDelta(t, cooldown.Seconds(), second.Sub(first).Seconds(), 0.2, "acts when the cooldown ends")
+		assert.Equal(t, 1.0, metric(t, i.ctl.Registry(), "converge_scaler_reconciles_total", "result", "requeue"),
+			"one wait for the rest of the cooldown, no polling")
 	})
 }
 
