@@ -284,8 +284,10 @@ func (c *Controller) startEvents(ctx context.Context) (stop func()) {
 		c.recorder = c.cfg.EventRecorder
 		return func() {}
 	}
+	// No StartStructuredLogging: the scaler logs its own decisions, and that
+	// watcher logs through klog's global logger from a goroutine that
+	// Shutdown does not wait for.
 	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartStructuredLogging(4)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
 	source := corev1.EventSource{Component: c.cfg.EventSource}
 	if le := c.cfg.LeaderElection; le != nil {
