@@ -1,0 +1,324 @@
+package fake_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/fake"
+)
+
+const ns = "converge"
+
+func start(t *testing.T) (*fake.Backend, *sim.Env) {
+	t.Helper()
+	b, err := fake.New(fake.Config{})
+	require.NoError(t, err)
+	env, err := b.Start(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Stop()) })
+	return b, env
+}
+
+func deployment(name string, replicas int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}},
+		},
+	}
+}
+
+func rv(t *testing.T, obj metav1.Object) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	require.NoError(t, err, "resourceVersion %q", obj.GetResourceVersion())
+	return n
+}
+
+func TestResourceVersionsIncreaseOnEveryWrite(t *testing.T) {
+	_, env := start(t)
+	ctx := context.Background()
+	deploys := env.Observer.AppsV1().Deployments(ns)
+
+	d, err := deploys.Create(ctx, deployment("web", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	last := rv(t, d)
+	assert.Equal(t, int64(1), d.Generation)
+	assert.NotEmpty(t, d.UID)
+
+	for i := range 3 {
+		d.Spec.Replicas = ptr.To(int32(i + 2))
+		d, err = deploys.Update(ctx, d, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		assert.Greater(t, rv(t, d), last)
+		last = rv(t, d)
+	}
+	same, err := deploys.Update(ctx, d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, last, rv(t, same), "a no-op update changes nothing")
+
+	p, err := env.Observer.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "web-"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Greater(t, rv(t, p), last, "one counter across kinds")
+	assert.Regexp(t, "^web-", p.Name)
+	assert.Equal(t, corev1.PodPending, p.Status.Phase)
+}
+
+func TestStaleWritesConflict(t *testing.T) {
+	_, env := start(t)
+	ctx := context.Background()
+	deploys := env.ControllerClient.AppsV1().Deployments(ns)
+	d, err := deploys.Create(ctx, deployment("web", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	stale := d.DeepCopy()
+
+	d.Labels["team"] = "a"
+	_, err = deploys.Update(ctx, d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	stale.Labels["team"] = "b"
+	_, err = deploys.Update(ctx, stale, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsConflict(err), "stale update: %v", err)
+	status := err.(apierrors.APIStatus).Status()
+	assert.Equal(t, metav1.StatusReasonConflict, status.Reason)
+	assert.Equal(t, int32(409), status.Code)
+	assert.Contains(t, status.Message, "the object has been modified")
+
+	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"replicas":5}}`, stale.ResourceVersion)
+	_, err = deploys.Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	assert.True(t, apierrors.IsConflict(err), "stale conditional patch: %v", err)
+
+	_, err = deploys.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
+	assert.NoError(t, err, "an unconditional patch applies")
+	_, err = deploys.Patch(ctx, "web", types.StrategicMergePatchType, []byte(`{"metadata":{"labels":{"tier":"front"}}}`), metav1.PatchOptions{})
+	assert.NoError(t, err)
+	got, err := deploys.Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"app": "web", "team": "a", "tier": "front"}, got.Labels)
+	assert.Equal(t, int32(5), *got.Spec.Replicas)
+}
+
+func TestGenerationAndStatusSubresource(t *testing.T) {
+	_, env := start(t)
+	ctx := context.Background()
+	deploys := env.Observer.AppsV1().Deployments(ns)
+	d, err := deploys.Create(ctx, deployment("web", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	d.Labels["team"] = "a"
+	d.Status.Replicas = 7 // ignored: not a status write
+	d, err = deploys.Update(ctx, d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), d.Generation, "metadata changes do not bump the generation")
+	assert.Zero(t, d.Status.Replicas, "spec writes do not change status")
+
+	d.Spec.Replicas = ptr.To[int32](3)
+	d, err = deploys.Update(ctx, d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), d.Generation)
+
+	d.Status.ObservedGeneration = 2
+	d.Spec.Replicas = ptr.To[int32](9) // ignored: a status write
+	d, err = deploys.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), d.Status.ObservedGeneration)
+	assert.Equal(t, int32(3), *d.Spec.Replicas, "status writes do not change spec")
+	assert.Equal(t, int64(2), d.Generation)
+
+	d, err = deploys.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":4}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), d.Generation, "a spec patch bumps it too")
+}
+
+func TestWatchStartsFromResourceVersion(t *testing.T) {
+	_, env := start(t)
+	ctx := context.Background()
+	pods := env.Observer.CoreV1().Pods(ns)
+	a, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "web"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"app": "web"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{"app": "db"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = pods.Patch(ctx, "b", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"moved"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+
+	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: a.ResourceVersion, LabelSelector: "app=web"})
+	require.NoError(t, err)
+	defer w.Stop()
+	var got []string
+	for range 2 {
+		e := <-w.ResultChan()
+		got = append(got, string(e.Type)+" "+e.Object.(*corev1.Pod).Name)
+	}
+	assert.Equal(t, []string{"ADDED b", "DELETED b"}, got,
+		"only what came after a, of what matches; b leaving the selector is a DELETED")
+
+	_, err = pods.Watch(ctx, metav1.ListOptions{ResourceVersion: "abc"})
+	assert.True(t, apierrors.IsBadRequest(err))
+}
+
+func TestCompactionExpiresOldWatches(t *testing.T) {
+	b, env := start(t)
+	ctx := context.Background()
+	pods := env.Observer.CoreV1().Pods(ns)
+	a, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	b.Compact() // the creation of b is no longer in the history
+	_, err = pods.Watch(ctx, metav1.ListOptions{ResourceVersion: a.ResourceVersion})
+	require.True(t, apierrors.IsResourceExpired(err), "got %v", err)
+	assert.Equal(t, int32(410), err.(apierrors.APIStatus).Status().Code)
+
+	list, err := pods.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	require.NoError(t, err, "a watch from the current resourceVersion is fine")
+	w.Stop()
+}
+
+// TestDeleteBetweenListAndWatchIsNotLost deletes a pod after the informer's
+// LIST answered and before its WATCH starts: the watch resumes from the
+// LIST's resourceVersion, so the informer still sees the delete.
+func TestDeleteBetweenListAndWatchIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, env := start(t)
+		ctx := context.Background()
+		_, err := env.Observer.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+
+		client, err := b.NewClient()
+		require.NoError(t, err)
+		var once bool
+		client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			if !once {
+				once = true
+				require.NoError(t, env.Observer.CoreV1().Pods(ns).Delete(ctx, "doomed", metav1.DeleteOptions{}))
+			}
+			return false, nil, nil // on to the backend's watch
+		})
+		deleted := make(chan string, 1)
+		informer := informers.NewSharedInformerFactory(client, 0).Core().V1().Pods().Informer()
+		_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj any) { deleted <- obj.(*corev1.Pod).Name },
+		})
+		require.NoError(t, err)
+		stop := make(chan struct{})
+		go informer.Run(stop)
+		defer close(stop)
+		synctest.Wait()
+
+		assert.Equal(t, "doomed", <-deleted)
+		assert.Empty(t, informer.GetStore().ListKeys())
+	})
+}
+
+// TestWatchersNeverOverflow writes far more than the fake's 100-event watch
+// buffer while an informer reads, and checks every object arrives.
+func TestWatchersNeverOverflow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, env := start(t)
+		ctx := context.Background()
+		factory := informers.NewSharedInformerFactory(env.ControllerClient, 0)
+		informer := factory.Core().V1().ConfigMaps().Informer()
+		stop := make(chan struct{})
+		factory.Start(stop)
+		defer func() { close(stop); factory.Shutdown() }()
+		synctest.Wait()
+
+		const n = 2000
+		for i := range n {
+			_, err := env.Observer.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		synctest.Wait()
+		assert.Len(t, informer.GetStore().ListKeys(), n)
+	})
+}
+
+func TestGracefulPodDeletionAndFinalizers(t *testing.T) {
+	_, env := start(t)
+	ctx := context.Background()
+	pods := env.Observer.CoreV1().Pods(ns)
+
+	_, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unbound"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, pods.Delete(ctx, "unbound", metav1.DeleteOptions{}))
+	_, err = pods.Get(ctx, "unbound", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "an unbound pod goes at once")
+
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bound"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: ns}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}, metav1.CreateOptions{}))
+	err = pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: ns}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-2"}}, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsConflict(err), "bound once: %v", err)
+
+	require.NoError(t, pods.Delete(ctx, "bound", metav1.DeleteOptions{}))
+	p, err := pods.Get(ctx, "bound", metav1.GetOptions{})
+	require.NoError(t, err, "a bound pod waits for its kubelet")
+	require.NotNil(t, p.DeletionTimestamp)
+	assert.Equal(t, int64(30), *p.DeletionGracePeriodSeconds)
+	assert.Equal(t, "node-1", p.Spec.NodeName)
+	require.NoError(t, pods.Delete(ctx, "bound", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+	_, err = pods.Get(ctx, "bound", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the kubelet's final delete removes it")
+
+	cms := env.Observer.CoreV1().ConfigMaps(ns)
+	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, cms.Delete(ctx, "held", metav1.DeleteOptions{}))
+	cm, err := cms.Get(ctx, "held", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, cm.DeletionTimestamp)
+	cm.Finalizers = nil
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = cms.Get(ctx, "held", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "gone once its finalizers are")
+}
+
+func TestStoppedBackendRefuses(t *testing.T) {
+	b, env := start(t)
+	require.NoError(t, b.Stop())
+	_, err := env.Observer.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	assert.True(t, apierrors.IsServiceUnavailable(err))
+	assert.NoError(t, b.Stop(), "twice is fine")
+}
+
+func TestConfigValidation(t *testing.T) {
+	_, err := fake.New(fake.Config{Namespace: "Not Valid"})
+	assert.ErrorContains(t, err, "namespace")
+	_, err = fake.New(fake.Config{HistoryLimit: -1})
+	assert.ErrorContains(t, err, "history limit")
+	b, err := fake.New(fake.Config{})
+	require.NoError(t, err)
+	_, err = b.NewClient()
+	assert.ErrorContains(t, err, "not started")
+	env, err := b.Start(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "converge", env.Namespace)
+	assert.True(t, env.Can.Has(sim.VirtualTime))
+	assert.ErrorContains(t, env.Can.Missing(sim.APIServerRestart, sim.VirtualTime), "apiserver-restart: no API server to restart")
+	_, err = b.Start(context.Background())
+	assert.ErrorContains(t, err, "already started")
+}

@@ -1,0 +1,108 @@
+// Package sim defines the backends a scenario runs on and what a running
+// one offers. Backends live in sub-packages: sim/fake (client-go's fake
+// clientset made to behave like an API server, virtual time), sim/envtest
+// (a real kube-apiserver, etcd and kube-controller-manager) and sim/cluster
+// (any kubeconfig).
+//
+// A backend starts and stops like envtest: Start(ctx) returns an Env, Stop
+// tears it down. The Env says what the backend can and cannot do, so a
+// scenario that needs, say, an API server restart is skipped on fake with
+// a reason instead of passing vacuously.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Backend is one kind of world a scenario runs in.
+type Backend interface {
+	// Name is the backend's short name: "fake", "envtest", "cluster".
+	Name() string
+	// Start brings the backend up and returns what a run needs.
+	Start(ctx context.Context) (*Env, error)
+	// Stop tears down what Start brought up. It is safe to call twice.
+	Stop() error
+}
+
+// Env is a running backend, as one run sees it.
+type Env struct {
+	// Backend is the backend's name.
+	Backend string
+	// Namespace is the namespace this run owns.
+	Namespace string
+	// RESTConfig reaches a real API server with full rights; nil on fake.
+	// Controllers under test get clients from ControllerConfig instead.
+	RESTConfig *rest.Config
+	// ControllerConfig reaches the API server as the controller under test:
+	// with the scaler's RBAC from config/, not as an administrator. Nil on
+	// fake. The chaos layer wraps its transport.
+	ControllerConfig *rest.Config
+	// ControllerClient is the controller's clientset on fake, where there is
+	// no server to build one from; the chaos layer adds its reactors to it.
+	// Nil on real backends.
+	ControllerClient kubernetes.Interface
+	// Observer is an unfaulted client with full rights, for the harness's
+	// god view and for the world simulator.
+	Observer kubernetes.Interface
+	// Can lists what this backend can do.
+	Can Capabilities
+}
+
+// Capability is one thing a backend may or may not be able to do.
+type Capability string
+
+// Capabilities a scenario may require.
+const (
+	// VirtualTime: the run can live in a testing/synctest bubble.
+	VirtualTime Capability = "virtual-time"
+	// RealAPIServer: requests cross HTTP to a kube-apiserver, so transport
+	// faults (HTTP 410/429/5xx, latency, partitions, a TLS proxy) apply.
+	RealAPIServer Capability = "real-apiserver"
+	// RealControllers: kube-controller-manager runs the Deployment,
+	// ReplicaSet and garbage collector controllers.
+	RealControllers Capability = "real-controllers"
+	// APIServerRestart: the backend can stop and start its kube-apiserver.
+	APIServerRestart Capability = "apiserver-restart"
+	// EtcdCompaction: the backend can compact etcd, producing real 410s.
+	EtcdCompaction Capability = "etcd-compaction"
+	// OutOfProcess: a controller binary can run against it (a kubeconfig
+	// exists).
+	OutOfProcess Capability = "out-of-process"
+)
+
+// Capabilities maps each capability to whether the backend has it, and why
+// not when it does not.
+type Capabilities map[Capability]string
+
+// Has reports whether c is available.
+func (cs Capabilities) Has(c Capability) bool {
+	why, ok := cs[c]
+	return ok && why == ""
+}
+
+// Missing returns an error naming each capability of need the backend lacks,
+// with its reason, or nil.
+func (cs Capabilities) Missing(need ...Capability) error {
+	var reasons []string
+	for _, c := range need {
+		if cs.Has(c) {
+			continue
+		}
+		why := cs[c]
+		if why == "" {
+			why = "not provided"
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %s", c, why))
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	sort.Strings(reasons)
+	return fmt.Errorf("backend lacks %s", strings.Join(reasons, "; "))
+}
