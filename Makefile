@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help build test lint bench manifests clean
+.PHONY: help build test lint bench assets clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -12,8 +12,11 @@ help: ## list the targets
 build: ## build the binaries into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-test: lint ## vet, format check and every test with the race detector
-	$(GO) test -race -count=1 $(PKGS)
+test: assets lint ## vet, format check and every test with the race detector, envtest included
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+assets: ## build kube-apiserver, kube-controller-manager and etcd from source (once per machine)
+	@hack/assets.sh
 
 lint: ## gofmt and go vet
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \

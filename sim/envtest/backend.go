@@ -1,0 +1,141 @@
+package envtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/converge-lab/converge/sim"
+)
+
+// Backend is one run on a shared ControlPlane: it owns a fresh namespace.
+type Backend struct {
+	cp       *ControlPlane
+	prefix   string
+	mu       sync.Mutex
+	ns       string
+	observer kubernetes.Interface
+}
+
+var _ sim.Backend = (*Backend)(nil)
+
+// NewBackend returns a backend on cp whose namespaces are named prefix plus
+// a random suffix. Empty prefix means "converge-".
+func NewBackend(cp *ControlPlane, prefix string) (*Backend, error) {
+	if cp == nil {
+		return nil, errors.New("envtest backend: control plane is nil")
+	}
+	if prefix == "" {
+		prefix = "converge-"
+	}
+	return &Backend{cp: cp, prefix: prefix}, nil
+}
+
+// Name is "envtest".
+func (b *Backend) Name() string { return "envtest" }
+
+// Start creates the run's namespace.
+func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ns != "" {
+		return nil, errors.New("envtest backend: already started")
+	}
+	observer, err := kubernetes.NewForConfig(b.cp.AdminConfig())
+	if err != nil {
+		return nil, err
+	}
+	ns, err := observer.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: b.prefix, Labels: map[string]string{"converge.dev/run": "true"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("envtest backend: creating namespace: %w", err)
+	}
+	b.ns, b.observer = ns.Name, observer
+	return &sim.Env{
+		Backend:          b.Name(),
+		Namespace:        ns.Name,
+		RESTConfig:       b.cp.AdminConfig(),
+		ControllerConfig: b.cp.ScalerConfig(),
+		Observer:         observer,
+		Can: sim.Capabilities{
+			sim.VirtualTime:      "real processes run in real time",
+			sim.RealAPIServer:    "",
+			sim.RealControllers:  "",
+			sim.OutOfProcess:     "",
+			sim.APIServerRestart: "not implemented by the envtest backend yet",
+			sim.EtcdCompaction:   "not implemented by the envtest backend yet",
+		},
+	}, nil
+}
+
+// Stop deletes the run's namespace; the namespace controller removes what is
+// in it. It does not wait for that.
+func (b *Backend) Stop() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ns == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := b.observer.CoreV1().Namespaces().Delete(ctx, b.ns, metav1.DeleteOptions{})
+	b.ns = ""
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+var (
+	sharedOnce sync.Once
+	sharedCP   *ControlPlane
+	sharedErr  error
+)
+
+// Shared returns the control plane every run of this test binary shares,
+// starting it on first use. Main stops it.
+func Shared(ctx context.Context) (*ControlPlane, error) {
+	sharedOnce.Do(func() { sharedCP, sharedErr = StartControlPlane(ctx) })
+	return sharedCP, sharedErr
+}
+
+// Main runs a test binary's tests and stops the shared control plane after
+// them: call it from TestMain as os.Exit(envtest.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if sharedCP != nil {
+		if err := sharedCP.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "envtest: stopping the shared control plane: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// Require returns the shared control plane for a test, or ends the test
+// when the binaries are missing: a failure under CI (see Required), a loud
+// skip elsewhere.
+func Require(t testing.TB) *ControlPlane {
+	t.Helper()
+	cp, err := Shared(context.Background())
+	if err == nil {
+		return cp
+	}
+	if errors.Is(err, ErrNoAssets) && !Required() {
+		t.Skipf("SKIPPED (envtest): %v. Set CI=true or CONVERGE_REQUIRE_ENVTEST=1 to make this a failure.", err)
+	}
+	t.Fatalf("envtest: %v", err)
+	return nil
+}

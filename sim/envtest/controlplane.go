@@ -1,0 +1,221 @@
+// Package envtest is the real-control-plane backend: kube-apiserver and etcd
+// started through controller-runtime's envtest, plus a kube-controller-manager
+// process running the deployment, replicaset, garbagecollector and namespace
+// controllers. Nothing schedules or runs pods: the world simulator plays the
+// scheduler and the kubelet on simulated Nodes.
+//
+// One ControlPlane is shared by every run of a test binary (Shared, stopped
+// by Main); each run gets a fresh namespace from a Backend. The controller
+// under test reaches the API server as the scaler's ServiceAccount, bound by
+// the very RBAC manifests in config/, never as an administrator.
+//
+// The binaries come from `make assets` (hack/assets.sh), found through
+// $KUBEBUILDER_ASSETS or DefaultAssetsDir. Every process dies with the test
+// binary, even on a panic, a timeout or SIGKILL: the API server and etcd run
+// under setpriv --pdeathsig, the controller manager with Pdeathsig in its own
+// process group. Limits: the API server cannot be restarted and etcd cannot
+// be compacted on demand yet; the binaries are Linux-tested only.
+package envtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/converge-lab/converge/config"
+)
+
+// ScalerUser is the identity the controller under test has: the scaler's
+// ServiceAccount in config/, so config/'s bindings apply to it unchanged.
+const ScalerUser = "system:serviceaccount:converge-system:converge-scaler"
+
+// ControlPlane is a running kube-apiserver, etcd and kube-controller-manager.
+type ControlPlane struct {
+	env *crenvtest.Environment
+	kcm *process
+	dir string
+
+	admin  *rest.Config
+	scaler *rest.Config
+
+	// Timings of the start, for benchmarks and logs.
+	BootTime time.Duration
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartControlPlane starts a control plane from the binaries FindAssets
+// finds.
+func StartControlPlane(ctx context.Context) (cp *ControlPlane, err error) {
+	began := time.Now()
+	assets, err := FindAssets()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "converge-envtest-")
+	if err != nil {
+		return nil, err
+	}
+	cp = &ControlPlane{dir: dir}
+	defer func() {
+		if err != nil {
+			_ = cp.Stop()
+		}
+	}()
+
+	apiserver, err := deathWrapper(dir, filepath.Join(assets, "kube-apiserver"))
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := deathWrapper(dir, filepath.Join(assets, "etcd"))
+	if err != nil {
+		return nil, err
+	}
+	cp.env = &crenvtest.Environment{
+		BinaryAssetsDirectory: assets,
+		ControlPlane: crenvtest.ControlPlane{
+			APIServer: &crenvtest.APIServer{Path: apiserver},
+			Etcd:      &crenvtest.Etcd{Path: etcd},
+		},
+	}
+	if cp.admin, err = cp.env.Start(); err != nil {
+		return nil, fmt.Errorf("envtest: starting kube-apiserver and etcd: %w", err)
+	}
+	if err := cp.installScalerRBAC(ctx); err != nil {
+		return nil, err
+	}
+	scaler, err := cp.env.ControlPlane.AddUser(crenvtest.User{
+		Name:   ScalerUser,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:converge-system", "system:authenticated"},
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("envtest: scaler user: %w", err)
+	}
+	cp.scaler = scaler.Config()
+	if err := cp.startControllerManager(assets); err != nil {
+		return nil, err
+	}
+	cp.BootTime = time.Since(began)
+	return cp, nil
+}
+
+// installScalerRBAC applies config/'s Namespace, ServiceAccount, roles and
+// bindings (not its Deployment: the scaler runs in-process or through the
+// fault proxy).
+func (cp *ControlPlane) installScalerRBAC(ctx context.Context) error {
+	objs, err := config.Objects()
+	if err != nil {
+		return fmt.Errorf("envtest: reading config/: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cp.admin)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := create(ctx, client, obj); err != nil {
+			return fmt.Errorf("envtest: applying config/: %w", err)
+		}
+	}
+	return nil
+}
+
+func create(ctx context.Context, c kubernetes.Interface, obj runtime.Object) error {
+	var err error
+	opts := metav1.CreateOptions{}
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		_, err = c.CoreV1().Namespaces().Create(ctx, o, opts)
+	case *corev1.ServiceAccount:
+		_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
+	case *rbacv1.ClusterRole:
+		_, err = c.RbacV1().ClusterRoles().Create(ctx, o, opts)
+	case *rbacv1.ClusterRoleBinding:
+		_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
+	case *rbacv1.Role:
+		_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, opts)
+	case *rbacv1.RoleBinding:
+		_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, opts)
+	default:
+		return nil // the scaler's Deployment, and anything not RBAC
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func (cp *ControlPlane) startControllerManager(assets string) error {
+	kcmUser, err := cp.env.ControlPlane.AddUser(crenvtest.User{Name: "converge-kube-controller-manager", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("envtest: controller manager user: %w", err)
+	}
+	kubeconfig, err := kcmUser.KubeConfig()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(cp.dir, "kube-controller-manager.kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	log, err := os.Create(filepath.Join(cp.dir, "kube-controller-manager.log"))
+	if err != nil {
+		return err
+	}
+	cp.kcm, err = startProcess("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), []string{
+		"--kubeconfig=" + path,
+		"--controllers=deployment,replicaset,garbagecollector,namespace",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--concurrent-deployment-syncs=10",
+		"--concurrent-replicaset-syncs=10",
+	}, log)
+	return err
+}
+
+// AdminConfig reaches the API server with full rights.
+func (cp *ControlPlane) AdminConfig() *rest.Config { return rest.CopyConfig(cp.admin) }
+
+// ScalerConfig reaches the API server as the scaler's ServiceAccount.
+func (cp *ControlPlane) ScalerConfig() *rest.Config { return rest.CopyConfig(cp.scaler) }
+
+// Dir is the control plane's scratch folder (kubeconfigs, logs).
+func (cp *ControlPlane) Dir() string { return cp.dir }
+
+// ControllerManagerExited reports whether kube-controller-manager has died.
+func (cp *ControlPlane) ControllerManagerExited() (bool, error) {
+	if cp.kcm == nil {
+		return true, errors.New("not started")
+	}
+	return cp.kcm.exited()
+}
+
+// Stop stops kube-controller-manager, then the API server and etcd, and
+// removes the scratch folder. It is safe to call twice.
+func (cp *ControlPlane) Stop() error {
+	cp.stopOnce.Do(func() {
+		var errs []error
+		if cp.kcm != nil {
+			errs = append(errs, cp.kcm.stop(10*time.Second))
+		}
+		if cp.env != nil && cp.admin != nil {
+			errs = append(errs, cp.env.Stop())
+		}
+		errs = append(errs, os.RemoveAll(cp.dir))
+		cp.stopErr = errors.Join(errs...)
+	})
+	return cp.stopErr
+}
