@@ -1,0 +1,586 @@
+// Package world simulates the cluster around a controller: Nodes, and the
+// roles nobody else plays on a backend. It plays the kubelet of its own
+// simulated Nodes everywhere (pods move to Running and turn ready as a
+// readiness Model says; graceful deletion is honoured), the scheduler where
+// nothing schedules (fake, envtest: pending pods are bound through the
+// binding subresource), and the Deployment controller where none runs
+// (fake: pods kept equal to replicas, owner references, newest deleted
+// first, status written, pods of a deleted Deployment removed).
+//
+// It acts through the client it is given (the backend's unfaulted
+// observer), reads through informers, and takes time from its clock, so it
+// runs the same in a synctest bubble and in real time.
+//
+// What it does not do: no ReplicaSets on fake (pods are owned by their
+// Deployment directly), no rolling updates (a template change does not
+// replace pods), no resource requests or node affinity in scheduling, no
+// Node heartbeats or Leases (nothing watches Node health on fake or
+// envtest).
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// Labels and taints on simulated Nodes.
+const (
+	LabelRun     = "converge.dev/run"
+	TaintSimNode = "converge.dev/simulated"
+)
+
+// Config configures a World.
+type Config struct {
+	// Client acts on the cluster. Required; use an unfaulted one.
+	Client kubernetes.Interface
+	// Namespace whose pods and Deployments the world plays for. Required.
+	Namespace string
+	// Nodes is the number of simulated Nodes. Zero means 3.
+	Nodes int
+	// PodsPerNode is each Node's pod capacity. Zero means 110.
+	PodsPerNode int
+	// Readiness is the readiness model. Zero means ready after 2s.
+	Readiness Model
+	// Seed draws the model's per-pod randomness.
+	Seed int64
+	// Scheduler: bind pending pods (fake, envtest).
+	Scheduler bool
+	// Deployments: play the Deployment controller (fake only).
+	Deployments bool
+	// Workers process the world's queue. Zero means 4.
+	Workers int
+	// Clock: nil means the real clock (virtual in a synctest bubble).
+	Clock clock.WithTicker
+}
+
+// World is a running simulation. Create it with New, run it with Run.
+type World struct {
+	cfg   Config
+	clock clock.WithTicker
+
+	factory     informers.SharedInformerFactory
+	pods        corelisters.PodLister
+	podIndex    cache.Indexer
+	deployments appslisters.DeploymentLister
+	synced      []cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[key]
+
+	mu    sync.Mutex
+	nodes []string
+	// pending are the pods each Deployment's sync created or deleted that
+	// the cache has not shown yet: counting them avoids creating twice.
+	pending map[string]*pending
+}
+
+type pending struct{ created, deleted map[string]bool }
+
+type key struct {
+	kind string // "pod" or "deployment"
+	name string
+}
+
+const podsByNode = "converge.dev/pods-by-node"
+
+// New validates cfg and prepares a world; it starts nothing.
+func New(cfg Config) (*World, error) {
+	var errs []error
+	if cfg.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if cfg.Namespace == "" {
+		errs = append(errs, errors.New("namespace is required"))
+	}
+	if cfg.Nodes < 0 || cfg.PodsPerNode < 0 || cfg.Workers < 0 {
+		errs = append(errs, errors.New("nodes, pods per node and workers must not be negative"))
+	}
+	if cfg.Readiness == (Model{}) {
+		cfg.Readiness = Model{Kind: ReadyAfterDelay, Delay: 2 * time.Second}
+	}
+	if err := cfg.Readiness.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("world: %w", err)
+	}
+	cfg.Nodes = cmpOr(cfg.Nodes, 3)
+	cfg.PodsPerNode = cmpOr(cfg.PodsPerNode, 110)
+	cfg.Workers = cmpOr(cfg.Workers, 4)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	w := &World{cfg: cfg, clock: cfg.Clock}
+	w.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithNamespace(cfg.Namespace))
+	podInformer := w.factory.Core().V1().Pods()
+	w.pods = podInformer.Lister()
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, err
+	}
+	w.podIndex = podInformer.Informer().GetIndexer()
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.podChanged,
+		UpdateFunc: func(_, obj any) { w.podChanged(obj) },
+		DeleteFunc: w.podChanged,
+	}); err != nil {
+		return nil, err
+	}
+	w.synced = append(w.synced, podInformer.Informer().HasSynced)
+	if cfg.Deployments {
+		d := w.factory.Apps().V1().Deployments()
+		w.deployments = d.Lister()
+		enqueue := func(obj any) {
+			if name, err := cache.DeletionHandlingObjectToName(obj); err == nil {
+				w.queue.Add(key{"deployment", name.Name})
+			}
+		}
+		if _, err := d.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+		}); err != nil {
+			return nil, err
+		}
+		w.synced = append(w.synced, d.Informer().HasSynced)
+	}
+	return w, nil
+}
+
+func cmpOr(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Nodes returns the names of the simulated Nodes (after Run has created them).
+func (w *World) Nodes() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.nodes)
+}
+
+// Run creates the Nodes, plays its roles until ctx ends, then deletes the
+// Nodes. Every goroutine it started has ended when it returns.
+func (w *World) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("world")
+	ctx = klog.NewContext(ctx, logger)
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[key](5*time.Millisecond, 10*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[key]{Clock: w.clock})
+	defer w.queue.ShutDown()
+	if err := w.createNodes(ctx); err != nil {
+		return err
+	}
+	defer w.deleteNodes(context.WithoutCancel(ctx))
+
+	w.factory.Start(ctx.Done())
+	defer w.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
+		return nil
+	}
+	var workers sync.WaitGroup
+	for range w.cfg.Workers {
+		workers.Go(func() {
+			for w.next(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	w.queue.ShutDown()
+	workers.Wait()
+	return nil
+}
+
+func (w *World) next(ctx context.Context) bool {
+	k, shutdown := w.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.queue.Done(k)
+	var err error
+	switch k.kind {
+	case "pod":
+		err = w.syncPod(ctx, k.name)
+	case "deployment":
+		err = w.syncDeployment(ctx, k.name)
+	}
+	switch {
+	case err == nil || apierrors.IsNotFound(err) || ctx.Err() != nil:
+		w.queue.Forget(k)
+	default:
+		klog.FromContext(ctx).V(2).Info("Retrying", "kind", k.kind, "name", k.name, "err", err)
+		w.queue.AddRateLimited(k)
+	}
+	return true
+}
+
+func (w *World) podChanged(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		if t, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
+			p, ok = t.Obj.(*corev1.Pod)
+		}
+		if !ok {
+			return
+		}
+	}
+	w.queue.Add(key{"pod", p.Name})
+	if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Deployment" && w.cfg.Deployments {
+		w.queue.Add(key{"deployment", owner.Name})
+	}
+	// Capacity-limited readiness depends on the other pods of the node.
+	if w.cfg.Readiness.Kind == CapacityLimited && p.Spec.NodeName != "" {
+		others, _ := w.podIndex.ByIndex(podsByNode, p.Spec.NodeName)
+		for _, o := range others {
+			if op, ok := o.(*corev1.Pod); ok && op.Name != p.Name {
+				w.queue.Add(key{"pod", op.Name})
+			}
+		}
+	}
+}
+
+func (w *World) createNodes(ctx context.Context) error {
+	for i := range w.cfg.Nodes {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:   fmt.Sprintf("%s-node-%d", w.cfg.Namespace, i),
+				Labels: map[string]string{LabelRun: w.cfg.Namespace, "type": "converge-simulated"},
+			},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: TaintSimNode, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+		}
+		created, err := w.cfg.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			created, err = w.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("world: creating node: %w", err)
+		}
+		now := metav1.NewTime(w.clock.Now())
+		created.Status = corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(w.cfg.PodsPerNode), resource.DecimalSI)},
+			Allocatable: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(w.cfg.PodsPerNode), resource.DecimalSI)},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}},
+		}
+		if _, err := w.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("world: node status: %w", err)
+		}
+		w.mu.Lock()
+		w.nodes = append(w.nodes, node.Name)
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+func (w *World) deleteNodes(ctx context.Context) {
+	for _, n := range w.Nodes() {
+		_ = w.cfg.Client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+	}
+}
+
+func (w *World) ownNode(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Contains(w.nodes, name)
+}
+
+// syncPod plays the scheduler and the kubelet for one pod.
+func (w *World) syncPod(ctx context.Context, name string) error {
+	p, err := w.pods.Pods(w.cfg.Namespace).Get(name)
+	if err != nil {
+		return err
+	}
+	pods := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace)
+	switch {
+	case p.DeletionTimestamp != nil:
+		if p.Spec.NodeName == "" || w.ownNode(p.Spec.NodeName) {
+			// The simulated containers stop at once.
+			return pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+		return nil
+	case p.Spec.NodeName == "":
+		if !w.cfg.Scheduler {
+			return nil
+		}
+		node := w.pickNode()
+		if node == "" {
+			return nil // every node is full; a pod leaving requeues nothing, so retry later
+		}
+		return pods.Bind(ctx, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+		}, metav1.CreateOptions{})
+	case !w.ownNode(p.Spec.NodeName):
+		return nil
+	}
+	return w.runPod(ctx, p)
+}
+
+func (w *World) pickNode() string {
+	best, bestCount := "", -1
+	for _, n := range w.Nodes() {
+		objs, _ := w.podIndex.ByIndex(podsByNode, n)
+		if len(objs) >= w.cfg.PodsPerNode {
+			continue
+		}
+		if bestCount < 0 || len(objs) < bestCount {
+			best, bestCount = n, len(objs)
+		}
+	}
+	return best
+}
+
+// runPod writes the status the kubelet would: Running, and ready as the
+// model says; it requeues the pod for the model's next change.
+func (w *World) runPod(ctx context.Context, p *corev1.Pod) error {
+	now := w.clock.Now()
+	started := now
+	if p.Status.StartTime != nil {
+		started = p.Status.StartTime.Time
+	}
+	readyOnNode := 0
+	if w.cfg.Readiness.Kind == CapacityLimited {
+		objs, _ := w.podIndex.ByIndex(podsByNode, p.Spec.NodeName)
+		for _, o := range objs {
+			if op, ok := o.(*corev1.Pod); ok && op.Name != p.Name && podReady(op) {
+				readyOnNode++
+			}
+		}
+	}
+	state := w.cfg.Readiness.State(w.cfg.Seed, p.Name, started, now, readyOnNode)
+	status := desiredStatus(p, state, started, now)
+	if state.Next > 0 {
+		w.queue.AddAfter(key{"pod", p.Name}, state.Next)
+	}
+	if sameStatus(p.Status, status) {
+		return nil
+	}
+	update := p.DeepCopy()
+	update.Status = status
+	_, err := w.cfg.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	return err
+}
+
+func desiredStatus(p *corev1.Pod, s PodState, started, now time.Time) corev1.PodStatus {
+	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
+		status := corev1.ConditionFalse
+		if ok {
+			status = corev1.ConditionTrue
+		}
+		c := corev1.PodCondition{Type: t, Status: status, LastTransitionTime: metav1.NewTime(now)}
+		for _, old := range p.Status.Conditions {
+			if old.Type == t && old.Status == status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+		return c
+	}
+	status := corev1.PodStatus{
+		Phase:     corev1.PodRunning,
+		StartTime: &metav1.Time{Time: started},
+		HostIP:    "10.255.0.1",
+		PodIP:     "10.254.0.1",
+		Conditions: []corev1.PodCondition{
+			cond(corev1.PodScheduled, true), cond(corev1.PodInitialized, true),
+			cond(corev1.ContainersReady, s.Ready), cond(corev1.PodReady, s.Ready),
+		},
+	}
+	for _, c := range p.Spec.Containers {
+		cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: s.Ready, RestartCount: s.Restarts, Started: ptr.To(true)}
+		if s.Restarts > 0 && !s.Ready {
+			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+			cs.Started = ptr.To(false)
+		} else {
+			cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}
+		}
+		status.ContainerStatuses = append(status.ContainerStatuses, cs)
+	}
+	return status
+}
+
+// sameStatus compares what matters, ignoring timestamps' sub-second noise.
+func sameStatus(a, b corev1.PodStatus) bool {
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// syncDeployment plays the Deployment controller on fake.
+func (w *World) syncDeployment(ctx context.Context, name string) error {
+	d, err := w.deployments.Deployments(w.cfg.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		w.mu.Lock()
+		delete(w.pending, name)
+		w.mu.Unlock()
+		return w.collect(ctx, name)
+	}
+	if err != nil {
+		return err
+	}
+	all, err := w.pods.Pods(w.cfg.Namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var active []*corev1.Pod
+	ready := int32(0)
+	seen := map[string]bool{}
+	for _, p := range all {
+		if owner := metav1.GetControllerOf(p); owner == nil || owner.UID != d.UID {
+			continue
+		}
+		seen[p.Name] = p.DeletionTimestamp == nil
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		active = append(active, p)
+		if podReady(p) {
+			ready++
+		}
+	}
+	exp := w.expectations(d.Name)
+	for n := range exp.created {
+		if _, inCache := seen[n]; inCache {
+			delete(exp.created, n)
+		}
+	}
+	for n := range exp.deleted {
+		if alive := seen[n]; !alive {
+			delete(exp.deleted, n)
+		}
+	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	pods := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace)
+	if diff := int(want) - len(active) - len(exp.created) + len(exp.deleted); diff > 0 {
+		for range diff {
+			p, err := pods.Create(ctx, podFor(d), metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			exp.created[p.Name] = true
+		}
+	} else if diff < 0 {
+		active = slices.DeleteFunc(active, func(p *corev1.Pod) bool { return exp.deleted[p.Name] })
+		// Newest first, as the ReplicaSet controller prefers.
+		slices.SortFunc(active, func(a, b *corev1.Pod) int {
+			if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return compareStrings(b.Name, a.Name)
+		})
+		n := min(-diff, len(active))
+		for _, p := range active[:n] {
+			if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			exp.deleted[p.Name] = true
+		}
+		active = active[n:]
+		ready = 0
+		for _, p := range active {
+			if podReady(p) {
+				ready++
+			}
+		}
+	}
+	status := appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation,
+		Replicas:           int32(len(active)),
+		UpdatedReplicas:    int32(len(active)),
+		ReadyReplicas:      ready,
+		AvailableReplicas:  ready,
+		// Pods created just now are not in the cache yet: the count
+		// converges on the next event.
+		UnavailableReplicas: max(0, want-ready),
+	}
+	if apiequality.Semantic.DeepEqual(d.Status, status) {
+		return nil
+	}
+	update := d.DeepCopy()
+	update.Status = status
+	_, err = w.cfg.Client.AppsV1().Deployments(w.cfg.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	return err
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (w *World) expectations(deployment string) *pending {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending == nil {
+		w.pending = map[string]*pending{}
+	}
+	e, ok := w.pending[deployment]
+	if !ok {
+		e = &pending{created: map[string]bool{}, deleted: map[string]bool{}}
+		w.pending[deployment] = e
+	}
+	return e
+}
+
+// collect deletes the pods of a Deployment that is gone, as the garbage
+// collector does.
+func (w *World) collect(ctx context.Context, deployment string) error {
+	all, err := w.pods.Pods(w.cfg.Namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, p := range all {
+		if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Deployment" && owner.Name == deployment && p.DeletionTimestamp == nil {
+			if err := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func podFor(d *appsv1.Deployment) *corev1.Pod {
+	t := d.Spec.Template
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    d.Name + "-",
+			Namespace:       d.Namespace,
+			Labels:          t.Labels,
+			Annotations:     t.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+}

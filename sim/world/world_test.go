@@ -1,0 +1,182 @@
+package world_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"github.com/converge-lab/converge/controller"
+	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/world"
+)
+
+func deployment(name string, replicas int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{controller.LabelEnabled: controller.ValueEnabled}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+			},
+		},
+	}
+}
+
+// startWorld runs a fake backend and a world on it in the current bubble.
+func startWorld(t *testing.T, model world.Model) (*sim.Env, *world.World) {
+	t.Helper()
+	b, err := fake.New(fake.Config{})
+	require.NoError(t, err)
+	env, err := b.Start(context.Background())
+	require.NoError(t, err)
+	w, err := world.New(world.Config{
+		Client: env.Observer, Namespace: env.Namespace, Readiness: model, Seed: 7,
+		Scheduler: true, Deployments: true,
+	})
+	require.NoError(t, err)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		require.NoError(t, b.Stop())
+	})
+	settle()
+	return env, w
+}
+
+// settle lets virtual time run past the cache-sync poll and every
+// goroutine go idle.
+func settle() {
+	time.Sleep(200 * time.Millisecond)
+	synctest.Wait()
+}
+
+func pods(t *testing.T, c kubernetes.Interface, ns, app string) []corev1.Pod {
+	t.Helper()
+	list, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	require.NoError(t, err)
+	return list.Items
+}
+
+func readyCount(ps []corev1.Pod) int {
+	n := 0
+	for _, p := range ps {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func TestWorldPlaysDeploymentSchedulerAndKubelet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env, w := startWorld(t, world.Model{Kind: world.ReadyAfterDelay, Delay: 5 * time.Second})
+		ctx := context.Background()
+		deploys := env.Observer.AppsV1().Deployments(env.Namespace)
+		require.Len(t, w.Nodes(), 3)
+
+		_, err := deploys.Create(ctx, deployment("web", 3), metav1.CreateOptions{})
+		require.NoError(t, err)
+		settle()
+		ps := pods(t, env.Observer, env.Namespace, "web")
+		require.Len(t, ps, 3, "pods follow replicas")
+		for _, p := range ps {
+			assert.Contains(t, w.Nodes(), p.Spec.NodeName, "bound to a simulated node")
+			assert.Equal(t, corev1.PodRunning, p.Status.Phase)
+			assert.Equal(t, "web", metav1.GetControllerOf(&p).Name)
+		}
+		assert.Zero(t, readyCount(ps), "not ready before the model's delay")
+
+		time.Sleep(5 * time.Second)
+		settle()
+		assert.Equal(t, 3, readyCount(pods(t, env.Observer, env.Namespace, "web")))
+		d, err := deploys.Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}, d.Status)
+
+		// Scale up, then down: the newest pods go first.
+		_, err = deploys.Patch(ctx, "web", "application/merge-patch+json", []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		time.Sleep(time.Second) // the new pods are younger
+		settle()
+		ps = pods(t, env.Observer, env.Namespace, "web")
+		require.Len(t, ps, 5)
+		sort.Slice(ps, func(i, j int) bool { return ps[i].CreationTimestamp.Before(&ps[j].CreationTimestamp) })
+		oldest := []string{ps[0].Name, ps[1].Name}
+
+		_, err = deploys.Patch(ctx, "web", "application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		settle()
+		var left []string
+		for _, p := range pods(t, env.Observer, env.Namespace, "web") {
+			left = append(left, p.Name)
+		}
+		slices.Sort(left)
+		slices.Sort(oldest)
+		assert.Equal(t, oldest, left, "the newest were deleted, gracefully, and are gone")
+		d, err = deploys.Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, int32(2), d.Status.Replicas)
+		assert.Equal(t, int64(3), d.Status.ObservedGeneration)
+
+		require.NoError(t, deploys.Delete(ctx, "web", metav1.DeleteOptions{}))
+		settle()
+		assert.Empty(t, pods(t, env.Observer, env.Namespace, "web"), "pods of a deleted Deployment go")
+	})
+}
+
+// TestScalerConvergesInTheWorld runs the scaler and the world together in
+// virtual time: pods that are never ready make it double up to its max, one
+// cooldown apart; pods that turn ready stop it.
+func TestScalerConvergesInTheWorld(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		model world.Model
+		want  int32
+	}{
+		{"never ready: up to the max", world.Model{Kind: world.NeverReady}, 10},
+		{"ready after 10s: one doubling", world.Model{Kind: world.ReadyAfterDelay, Delay: 10 * time.Second}, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				env, _ := startWorld(t, tt.model)
+				ctl, err := controller.New(controller.Config{}, env.ControllerClient)
+				require.NoError(t, err)
+				_, ctx := ktesting.NewTestContext(t)
+				ctx, cancel := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				go func() { done <- ctl.Run(ctx) }()
+				defer func() { cancel(); require.NoError(t, <-done) }()
+
+				_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), deployment("web", 2), metav1.CreateOptions{})
+				require.NoError(t, err)
+				time.Sleep(10 * time.Minute)
+				synctest.Wait()
+				d, err := env.Observer.AppsV1().Deployments(env.Namespace).Get(context.Background(), "web", metav1.GetOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, *d.Spec.Replicas)
+				assert.Len(t, pods(t, env.Observer, env.Namespace, "web"), int(tt.want), "the world followed")
+			})
+		})
+	}
+}
