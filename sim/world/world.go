@@ -192,6 +192,9 @@ func (w *World) Run(ctx context.Context) error {
 		workqueue.TypedRateLimitingQueueConfig[key]{Clock: w.clock})
 	defer w.queue.ShutDown()
 	if err := w.createNodes(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return err
 	}
 	defer w.deleteNodes(context.WithoutCancel(ctx))

@@ -1,0 +1,170 @@
+package sim_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/world"
+)
+
+func TestMain(m *testing.M) { os.Exit(envtest.Main(m)) }
+
+// onEveryBackend runs body on fake (in a synctest bubble) and on envtest
+// (in real time), each with a world that plays what the backend lacks.
+// The body waits with eventually, which is virtual on fake.
+func onEveryBackend(t *testing.T, model world.Model, body func(t *testing.T, env *sim.Env)) {
+	t.Run("fake", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b, err := fake.New(fake.Config{})
+			require.NoError(t, err)
+			run(t, b, model, true, body)
+		})
+	})
+	t.Run("envtest", func(t *testing.T) {
+		cp := envtest.Require(t)
+		b, err := envtest.NewBackend(cp, "conformance-")
+		require.NoError(t, err)
+		run(t, b, model, false, body)
+	})
+}
+
+func run(t *testing.T, b sim.Backend, model world.Model, playDeployments bool, body func(t *testing.T, env *sim.Env)) {
+	env, err := b.Start(context.Background())
+	require.NoError(t, err)
+	w, err := world.New(world.Config{
+		Client: env.Observer, Namespace: env.Namespace, Readiness: model,
+		Scheduler: true, Deployments: playDeployments,
+	})
+	require.NoError(t, err)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+		require.NoError(t, b.Stop())
+	}()
+	body(t, env)
+}
+
+// eventually polls cond every 50ms for up to a minute: virtual time on fake,
+// real time on envtest.
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), msg)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func deployment(name string, replicas int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}}},
+			},
+		},
+	}
+}
+
+func podsOf(t *testing.T, env *sim.Env, app string) (all, ready int) {
+	t.Helper()
+	list, err := env.Observer.CoreV1().Pods(env.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	require.NoError(t, err)
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		all++
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return all, ready
+}
+
+func TestConformanceDeploymentLifecycle(t *testing.T) {
+	onEveryBackend(t, world.Model{Kind: world.ReadyAfterDelay, Delay: 2 * time.Second}, func(t *testing.T, env *sim.Env) {
+		ctx := context.Background()
+		deploys := env.Observer.AppsV1().Deployments(env.Namespace)
+		_, err := deploys.Create(ctx, deployment("web", 3), metav1.CreateOptions{})
+		require.NoError(t, err)
+		eventually(t, func() bool { all, ready := podsOf(t, env, "web"); return all == 3 && ready == 3 }, "3 pods, ready after the model's delay")
+		eventually(t, func() bool {
+			d, err := deploys.Get(ctx, "web", metav1.GetOptions{})
+			return err == nil && d.Status.ReadyReplicas == 3 && d.Status.ObservedGeneration == d.Generation
+		}, "the Deployment's status follows")
+
+		_, err = deploys.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		eventually(t, func() bool { all, ready := podsOf(t, env, "web"); return all == 5 && ready == 5 }, "scaled up, pods follow")
+
+		require.NoError(t, deploys.Delete(ctx, "web", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}))
+		eventually(t, func() bool { all, _ := podsOf(t, env, "web"); return all == 0 }, "deleted, pods go")
+	})
+}
+
+func TestConformanceAPISemantics(t *testing.T) {
+	onEveryBackend(t, world.Model{Kind: world.NeverReady}, func(t *testing.T, env *sim.Env) {
+		ctx := context.Background()
+		cms := env.Observer.CoreV1().ConfigMaps(env.Namespace)
+		first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+
+		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+		require.NoError(t, err)
+		defer w.Stop()
+
+		second := first.DeepCopy()
+		second.Data = map[string]string{"k": "v"}
+		second, err = cms.Update(ctx, second, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		assert.Greater(t, mustInt(t, second.ResourceVersion), mustInt(t, first.ResourceVersion), "resourceVersions increase")
+
+		stale := first.DeepCopy()
+		stale.Data = map[string]string{"k": "stale"}
+		_, err = cms.Update(ctx, stale, metav1.UpdateOptions{})
+		require.True(t, apierrors.IsConflict(err), "a stale update is a 409: %v", err)
+
+		select {
+		case e := <-w.ResultChan():
+			assert.Equal(t, watch.Modified, e.Type, "the watch from a's version sees only what came after")
+			assert.Equal(t, second.ResourceVersion, e.Object.(*corev1.ConfigMap).ResourceVersion)
+		case <-time.After(30 * time.Second):
+			t.Fatal("no watch event")
+		}
+	})
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err)
+	return n
+}
