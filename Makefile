@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help build test lint bench assets clean
+.PHONY: help build test lint bench assets kind-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -25,6 +25,12 @@ lint: ## gofmt and go vet
 
 bench: ## benchmarks (figures in README.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+kind-chaos: ## on a machine with Docker and kind: the cluster backend's tests on a kind cluster
+	@mkdir -p $(BIN)
+	kind create cluster --config config/kind.yaml --kubeconfig $(BIN)/kind.kubeconfig
+	CONVERGE_CLUSTER_KUBECONFIG=$(CURDIR)/$(BIN)/kind.kubeconfig $(GO) test -count=1 -v ./sim/cluster; \
+	status=$$?; kind delete cluster --name converge; exit $$status
 
 clean: ## remove build outputs
 	rm -rf $(BIN)

@@ -26,11 +26,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -40,7 +35,7 @@ import (
 
 // ScalerUser is the identity the controller under test has: the scaler's
 // ServiceAccount in config/, so config/'s bindings apply to it unchanged.
-const ScalerUser = "system:serviceaccount:converge-system:converge-scaler"
+const ScalerUser = config.ScalerUser
 
 // ControlPlane is a running kube-apiserver, etcd and kube-controller-manager.
 type ControlPlane struct {
@@ -100,7 +95,7 @@ func StartControlPlane(ctx context.Context) (cp *ControlPlane, err error) {
 	}
 	scaler, err := cp.env.ControlPlane.AddUser(crenvtest.User{
 		Name:   ScalerUser,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:converge-system", "system:authenticated"},
+		Groups: config.ScalerGroups,
 	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("envtest: scaler user: %w", err)
@@ -117,45 +112,14 @@ func StartControlPlane(ctx context.Context) (cp *ControlPlane, err error) {
 // bindings (not its Deployment: the scaler runs in-process or through the
 // fault proxy).
 func (cp *ControlPlane) installScalerRBAC(ctx context.Context) error {
-	objs, err := config.Objects()
-	if err != nil {
-		return fmt.Errorf("envtest: reading config/: %w", err)
-	}
 	client, err := kubernetes.NewForConfig(cp.admin)
 	if err != nil {
 		return err
 	}
-	for _, obj := range objs {
-		if err := create(ctx, client, obj); err != nil {
-			return fmt.Errorf("envtest: applying config/: %w", err)
-		}
+	if err := config.ApplyRBAC(ctx, client); err != nil {
+		return fmt.Errorf("envtest: %w", err)
 	}
 	return nil
-}
-
-func create(ctx context.Context, c kubernetes.Interface, obj runtime.Object) error {
-	var err error
-	opts := metav1.CreateOptions{}
-	switch o := obj.(type) {
-	case *corev1.Namespace:
-		_, err = c.CoreV1().Namespaces().Create(ctx, o, opts)
-	case *corev1.ServiceAccount:
-		_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
-	case *rbacv1.ClusterRole:
-		_, err = c.RbacV1().ClusterRoles().Create(ctx, o, opts)
-	case *rbacv1.ClusterRoleBinding:
-		_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
-	case *rbacv1.Role:
-		_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, opts)
-	case *rbacv1.RoleBinding:
-		_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, opts)
-	default:
-		return nil // the scaler's Deployment, and anything not RBAC
-	}
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
 }
 
 func (cp *ControlPlane) startControllerManager(assets string) error {
@@ -218,4 +182,10 @@ func (cp *ControlPlane) Stop() error {
 		cp.stopErr = errors.Join(errs...)
 	})
 	return cp.stopErr
+}
+
+// AddUser provisions a user on the control plane (a client certificate),
+// for tests that need a kubeconfig of their own.
+func (cp *ControlPlane) AddUser(u crenvtest.User) (*crenvtest.AuthenticatedUser, error) {
+	return cp.env.ControlPlane.AddUser(u, nil)
 }

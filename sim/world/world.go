@@ -11,11 +11,13 @@
 // observer), reads through informers, and takes time from its clock, so it
 // runs the same in a synctest bubble and in real time.
 //
+// On a real cluster, where the real scheduler places pods, a pod lands on a
+// simulated Node only if its template carries Placement's toleration and
+// node selector; KeepNodesAlive keeps the Nodes Ready there.
+//
 // What it does not do: no ReplicaSets on fake (pods are owned by their
 // Deployment directly), no rolling updates (a template change does not
-// replace pods), no resource requests or node affinity in scheduling, no
-// Node heartbeats or Leases (nothing watches Node health on fake or
-// envtest).
+// replace pods), no resource requests or node affinity in scheduling.
 package world
 
 import (
@@ -27,6 +29,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,6 +71,11 @@ type Config struct {
 	Scheduler bool
 	// Deployments: play the Deployment controller (fake only).
 	Deployments bool
+	// KeepNodesAlive renews each Node's Ready heartbeat and its Lease in
+	// kube-node-lease every 10s, as a kubelet does, so a node lifecycle
+	// controller (a real cluster's) does not mark the Nodes NotReady and
+	// evict their pods.
+	KeepNodesAlive bool
 	// Workers process the world's queue. Zero means 4.
 	Workers int
 	// Clock: nil means the real clock (virtual in a synctest bubble).
@@ -205,6 +213,9 @@ func (w *World) Run(ctx context.Context) error {
 		return nil
 	}
 	var workers sync.WaitGroup
+	if w.cfg.KeepNodesAlive {
+		workers.Go(func() { w.heartbeat(ctx) })
+	}
 	for range w.cfg.Workers {
 		workers.Go(func() {
 			for w.next(ctx) {
@@ -297,9 +308,73 @@ func (w *World) createNodes(ctx context.Context) error {
 	return nil
 }
 
+// Placement adds to spec what makes a real scheduler put the pod on this
+// run's simulated Nodes and nowhere else: a toleration of their taint and a
+// node selector on their run label.
+func Placement(spec *corev1.PodSpec, namespace string) {
+	spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+		Key: TaintSimNode, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule,
+	})
+	if spec.NodeSelector == nil {
+		spec.NodeSelector = map[string]string{}
+	}
+	spec.NodeSelector[LabelRun] = namespace
+}
+
+// heartbeat renews the Nodes' Ready condition and Leases until ctx ends.
+func (w *World) heartbeat(ctx context.Context) {
+	t := w.clock.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		for _, name := range w.Nodes() {
+			w.renewNode(ctx, name)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+func (w *World) renewNode(ctx context.Context, name string) {
+	logger := klog.FromContext(ctx)
+	now := metav1.NewMicroTime(w.clock.Now())
+	leases := w.cfg.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now},
+		}, metav1.CreateOptions{})
+	case err == nil:
+		lease.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	}
+	if err != nil && ctx.Err() == nil {
+		logger.V(2).Info("Renewing node lease", "node", name, "err", err)
+	}
+	node, err := w.cfg.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == corev1.NodeReady {
+			node.Status.Conditions[i].LastHeartbeatTime = metav1.NewTime(now.Time)
+		}
+	}
+	if _, err := w.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+		logger.V(2).Info("Node heartbeat", "node", name, "err", err)
+	}
+}
+
 func (w *World) deleteNodes(ctx context.Context) {
 	for _, n := range w.Nodes() {
 		_ = w.cfg.Client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+		if w.cfg.KeepNodesAlive {
+			_ = w.cfg.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, n, metav1.DeleteOptions{})
+		}
 	}
 }
 

@@ -1,0 +1,143 @@
+// Package cluster is the backend for any cluster a kubeconfig reaches: kind
+// or a real one. A run gets a fresh namespace, deleted afterwards. The
+// cluster's own controllers and scheduler do their part; the world simulator
+// only plays the kubelet of its own simulated Nodes (run it with
+// KeepNodesAlive, and put scenario pods there with world.Placement), so no
+// image is ever pulled.
+//
+// The controller under test reaches the API server by impersonating the
+// scaler's ServiceAccount after config/'s RBAC is applied, so its rights are
+// those of the manifests, not of the kubeconfig's user (who needs the
+// impersonate verb). Limits: no virtual time, no API server restart or etcd
+// compaction on demand; the namespace is deleted but not waited for.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/converge-lab/converge/config"
+	"github.com/converge-lab/converge/sim"
+)
+
+// Config configures the cluster backend.
+type Config struct {
+	// Kubeconfig is the kubeconfig's path. Empty means $KUBECONFIG, then
+	// ~/.kube/config.
+	Kubeconfig string
+	// Context in the kubeconfig. Empty means its current context.
+	Context string
+	// NamespacePrefix names the run's namespace. Empty means "converge-".
+	NamespacePrefix string
+	// Timeout bounds the reachability check at Start. Zero means 10s.
+	Timeout time.Duration
+}
+
+// Backend is the cluster backend.
+type Backend struct {
+	cfg Config
+
+	mu       sync.Mutex
+	ns       string
+	observer kubernetes.Interface
+}
+
+var _ sim.Backend = (*Backend)(nil)
+
+// New returns a backend; it reads nothing yet.
+func New(cfg Config) (*Backend, error) {
+	if cfg.NamespacePrefix == "" {
+		cfg.NamespacePrefix = "converge-"
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("cluster backend: timeout must not be negative, got %v", cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	return &Backend{cfg: cfg}, nil
+}
+
+// Name is "cluster".
+func (b *Backend) Name() string { return "cluster" }
+
+// Start loads the kubeconfig, checks the API server answers, applies
+// config/'s RBAC and creates the run's namespace.
+func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ns != "" {
+		return nil, errors.New("cluster backend: already started")
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = b.cfg.Kubeconfig
+	admin, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: b.cfg.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cluster backend: loading kubeconfig: %w", err)
+	}
+	observer, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, fmt.Errorf("cluster backend: %w", err)
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+	defer cancel()
+	if _, err := observer.Discovery().RESTClient().Get().AbsPath("/version").Do(checkCtx).Raw(); err != nil {
+		return nil, fmt.Errorf("cluster backend: cannot reach the API server at %s: %w", admin.Host, err)
+	}
+	if err := config.ApplyRBAC(ctx, observer); err != nil {
+		return nil, fmt.Errorf("cluster backend: %w", err)
+	}
+	ns, err := observer.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: b.cfg.NamespacePrefix, Labels: map[string]string{"converge.dev/run": "true"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("cluster backend: creating namespace: %w", err)
+	}
+	b.ns, b.observer = ns.Name, observer
+
+	scaler := rest.CopyConfig(admin)
+	scaler.Impersonate = rest.ImpersonationConfig{UserName: config.ScalerUser, Groups: config.ScalerGroups}
+	return &sim.Env{
+		Backend:          b.Name(),
+		Namespace:        ns.Name,
+		RESTConfig:       rest.CopyConfig(admin),
+		ControllerConfig: scaler,
+		Observer:         observer,
+		Can: sim.Capabilities{
+			sim.VirtualTime:      "a real cluster runs in real time",
+			sim.RealAPIServer:    "",
+			sim.RealControllers:  "",
+			sim.OutOfProcess:     "",
+			sim.APIServerRestart: "the cluster's API server is not ours to restart",
+			sim.EtcdCompaction:   "the cluster's etcd is not ours to compact",
+		},
+	}, nil
+}
+
+// Stop deletes the run's namespace.
+func (b *Backend) Stop() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ns == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := b.observer.CoreV1().Namespaces().Delete(ctx, b.ns, metav1.DeleteOptions{})
+	b.ns = ""
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
