@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -18,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/world"
@@ -41,6 +44,20 @@ func onEveryBackend(t *testing.T, model world.Model, body func(t *testing.T, env
 	t.Run("envtest", func(t *testing.T) {
 		cp := envtest.Require(t)
 		b, err := envtest.NewBackend(cp, "conformance-")
+		require.NoError(t, err)
+		run(t, b, model, false, body)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		// The cluster backend through a kubeconfig of the envtest control
+		// plane: the same code path as with kind.
+		cp := envtest.Require(t)
+		user, err := cp.AddUser(crenvtest.User{Name: "converge-conformance", Groups: []string{"system:masters"}})
+		require.NoError(t, err)
+		data, err := user.KubeConfig()
+		require.NoError(t, err)
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+		b, err := cluster.New(cluster.Config{Kubeconfig: path, NamespacePrefix: "conformance-"})
 		require.NoError(t, err)
 		run(t, b, model, false, body)
 	})

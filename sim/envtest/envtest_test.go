@@ -26,10 +26,19 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(helperEnv); mode != "" {
+	if mode := os.Getenv(helperEnv); mode != "" && mode != "test-timeout" {
 		os.Exit(leakHelper(mode))
 	}
 	os.Exit(envtest.Main(m))
+}
+
+// TestHelperHangs is the child of the test-timeout case: it starts a control
+// plane and blocks until `go test -timeout` panics the binary.
+func TestHelperHangs(t *testing.T) {
+	if os.Getenv(helperEnv) != "test-timeout" {
+		t.Skip("helper of TestNoProcessOutlivesItsTestBinary")
+	}
+	os.Exit(leakHelper("hang"))
 }
 
 func deployment(name string, replicas int32) *appsv1.Deployment {
@@ -150,10 +159,14 @@ func leakHelper(mode string) int {
 // process that carries the child's marker afterwards.
 func TestNoProcessOutlivesItsTestBinary(t *testing.T) {
 	envtest.Require(t)
-	for _, mode := range []string{"panic", "sigkill"} {
+	for _, mode := range []string{"panic", "sigkill", "sigint", "test-timeout"} {
 		t.Run(mode, func(t *testing.T) {
 			marker := fmt.Sprintf("%s-%d", mode, time.Now().UnixNano())
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			args := []string{"-test.run=^$"}
+			if mode == "test-timeout" {
+				args = []string{"-test.run=^TestHelperHangs$", "-test.timeout=10s"}
+			}
+			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), helperEnv+"="+mode, markerEnv+"="+marker)
 			stdout, err := cmd.StdoutPipe()
 			require.NoError(t, err)
@@ -166,9 +179,12 @@ func TestNoProcessOutlivesItsTestBinary(t *testing.T) {
 			require.Contains(t, string(buf[:n]), "READY")
 			require.NotEmpty(t, marked(marker), "the child's control plane is running")
 
-			if mode == "sigkill" {
+			switch mode {
+			case "sigkill":
 				require.NoError(t, cmd.Process.Kill())
-			} else {
+			case "sigint": // Ctrl-C
+				require.NoError(t, cmd.Process.Signal(os.Interrupt))
+			default: // panic now, or hang until the test timeout panics
 				_, err = stdin.Write([]byte("die\n"))
 				require.NoError(t, err)
 			}
