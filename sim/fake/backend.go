@@ -56,7 +56,7 @@ type Config struct {
 	// which is virtual inside a synctest bubble.
 	Clock clock.PassiveClock
 	// HistoryLimit is how many writes are kept for watches to resume from.
-	// Zero means 100,000.
+	// Zero means 20,000.
 	HistoryLimit int
 }
 
@@ -82,7 +82,7 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("fake backend: history limit must not be negative, got %d", cfg.HistoryLimit)
 	}
 	if cfg.HistoryLimit == 0 {
-		cfg.HistoryLimit = 100_000
+		cfg.HistoryLimit = 20_000
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}

@@ -404,7 +404,7 @@ func (w *World) syncPod(ctx context.Context, name string) error {
 		}
 		node := w.pickNode()
 		if node == "" {
-			return nil // every node is full; a pod leaving requeues nothing, so retry later
+			return errors.New("no simulated node has room") // retried with backoff
 		}
 		return pods.Bind(ctx, &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
