@@ -1,0 +1,243 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Fault is one kind of failure aimed at some requests.
+type Fault interface {
+	// Name is the fault's short name, as recorded in the history.
+	Name() string
+	// Target selects the requests (or, for watch faults, the watched
+	// objects) the fault applies to.
+	Target() Target
+}
+
+// requestFault answers a request in place of the server, or delays it.
+type requestFault interface {
+	Fault
+	// respond returns the answer, or nil to pass the request on (after
+	// whatever it did).
+	respond(req *http.Request, r Request) (*http.Response, error)
+}
+
+// watchFault acts on the frames of a watch stream.
+type watchFault interface {
+	Fault
+	// onFrame says what to do with a frame of a watched object the target
+	// selects.
+	onFrame(f Frame) frameAction
+}
+
+type frameAction struct {
+	drop      bool
+	delay     time.Duration
+	duplicate bool
+	closeNow  bool // end the stream before this frame
+	expire    bool // end the stream with a 410 ERROR frame after this one
+}
+
+// Conflict answers update and patch requests of the target with 409.
+func Conflict(t Target) Fault {
+	if len(t.Verbs) == 0 {
+		t.Verbs = []string{"update", "patch"}
+	}
+	return conflict{t}
+}
+
+type conflict struct{ t Target }
+
+func (f conflict) Name() string   { return "conflict" }
+func (f conflict) Target() Target { return f.t }
+func (f conflict) respond(_ *http.Request, r Request) (*http.Response, error) {
+	return statusResponse(apierrors.NewConflict(schema.GroupResource{Group: r.Group, Resource: r.Resource}, r.Name,
+		errors.New("the object has been modified; please apply your changes to the latest version and try again")), 0)
+}
+
+// Throttle answers with 429 Too Many Requests and an integer Retry-After,
+// which client-go's REST client honours before retrying.
+func Throttle(t Target, retryAfterSeconds int) Fault {
+	return throttle{t, max(retryAfterSeconds, 1)}
+}
+
+type throttle struct {
+	t          Target
+	retryAfter int
+}
+
+func (f throttle) Name() string   { return "throttle" }
+func (f throttle) Target() Target { return f.t }
+func (f throttle) respond(*http.Request, Request) (*http.Response, error) {
+	return statusResponse(apierrors.NewTooManyRequests("converge: injected throttling", f.retryAfter), f.retryAfter)
+}
+
+// ServerError answers with code (500..599). With retryAfterSeconds > 0 the
+// answer carries Retry-After and the REST client retries it itself;
+// without, the error reaches the caller.
+func ServerError(t Target, code, retryAfterSeconds int) Fault {
+	if code < 500 || code > 599 {
+		code = http.StatusInternalServerError
+	}
+	return serverError{t, code, max(retryAfterSeconds, 0)}
+}
+
+type serverError struct {
+	t          Target
+	code       int
+	retryAfter int
+}
+
+func (f serverError) Name() string   { return "server-error" }
+func (f serverError) Target() Target { return f.t }
+func (f serverError) respond(*http.Request, Request) (*http.Response, error) {
+	err := apierrors.NewGenericServerResponse(f.code, "", schema.GroupResource{}, "", "converge: injected server error", f.retryAfter, true)
+	return statusResponse(err, f.retryAfter)
+}
+
+// Latency holds requests of the target for d before sending them on.
+func Latency(t Target, d time.Duration) Fault { return latency{t, d} }
+
+type latency struct {
+	t Target
+	d time.Duration
+}
+
+func (f latency) Name() string   { return "latency" }
+func (f latency) Target() Target { return f.t }
+func (f latency) respond(req *http.Request, _ Request) (*http.Response, error) {
+	timer := time.NewTimer(f.d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil, nil
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+}
+
+// Partition fails requests of the target as a refused connection would,
+// without reaching the server.
+func Partition(t Target) Fault { return partition{t} }
+
+type partition struct{ t Target }
+
+func (f partition) Name() string   { return "partition" }
+func (f partition) Target() Target { return f.t }
+func (f partition) respond(req *http.Request, _ Request) (*http.Response, error) {
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: addr(req.URL.Host), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
+
+type addr string
+
+func (a addr) Network() string { return "tcp" }
+func (a addr) String() string  { return string(a) }
+
+// WatchExpired answers watch requests of the target with HTTP 410 Gone
+// (reason Expired): the reflector relists. Schedule it (a trigger or a
+// window): answering every watch with 410 makes a reflector spin.
+func WatchExpired(t Target) Fault {
+	t.Verbs = []string{"watch"}
+	return watchExpired{t}
+}
+
+type watchExpired struct{ t Target }
+
+func (f watchExpired) Name() string   { return "watch-expired" }
+func (f watchExpired) Target() Target { return f.t }
+func (f watchExpired) respond(*http.Request, Request) (*http.Response, error) {
+	return statusResponse(apierrors.NewResourceExpired("converge: injected, too old resource version"), 0)
+}
+
+// WatchExpiredMidStream ends a watch stream with an ERROR frame (code 410,
+// reason Expired) after a frame of a target object: the reflector relists.
+func WatchExpiredMidStream(t Target) Fault {
+	return frameFault{"watch-expired-mid-stream", t, frameAction{expire: true}}
+}
+
+// WatchDrop swallows the frames of target objects: the informer misses
+// those changes until it relists.
+func WatchDrop(t Target) Fault { return frameFault{"watch-drop", t, frameAction{drop: true}} }
+
+// WatchDelay holds each frame of target objects for d (and, the stream
+// being ordered, every frame behind it).
+func WatchDelay(t Target, d time.Duration) Fault {
+	return frameFault{"watch-delay", t, frameAction{delay: d}}
+}
+
+// WatchDuplicate sends frames of target objects twice.
+func WatchDuplicate(t Target) Fault {
+	return frameFault{"watch-duplicate", t, frameAction{duplicate: true}}
+}
+
+// WatchClose ends the stream before a frame of a target object: the
+// reflector watches again from the last resourceVersion it saw, and the
+// frame is delivered on the new stream.
+func WatchClose(t Target) Fault { return frameFault{"watch-close", t, frameAction{closeNow: true}} }
+
+// Tombstone drops the DELETED frame of target objects and ends the stream
+// with 410: the relist no longer holds the object, so DeleteFunc receives a
+// cache.DeletedFinalStateUnknown.
+func Tombstone(t Target) Fault {
+	return tombstone{t}
+}
+
+type tombstone struct{ t Target }
+
+func (f tombstone) Name() string   { return "tombstone" }
+func (f tombstone) Target() Target { return f.t }
+func (f tombstone) onFrame(fr Frame) frameAction {
+	if fr.Type != "DELETED" {
+		return frameAction{}
+	}
+	return frameAction{drop: true, expire: true}
+}
+
+type frameFault struct {
+	name   string
+	t      Target
+	action frameAction
+}
+
+func (f frameFault) Name() string              { return f.name }
+func (f frameFault) Target() Target            { return f.t }
+func (f frameFault) onFrame(Frame) frameAction { return f.action }
+
+// statusResponse is an HTTP answer carrying err's metav1.Status, as the API
+// server sends it.
+func statusResponse(err error, retryAfter int) (*http.Response, error) {
+	var status metav1.Status
+	if s, ok := err.(apierrors.APIStatus); ok {
+		status = s.Status()
+	}
+	status.Kind, status.APIVersion = "Status", "v1"
+	body, mErr := json.Marshal(status)
+	if mErr != nil {
+		return nil, mErr
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	return &http.Response{
+		StatusCode:    int(status.Code),
+		Status:        fmt.Sprintf("%d %s", status.Code, http.StatusText(int(status.Code))),
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		ProtoMajor:    1, ProtoMinor: 1,
+	}, nil
+}

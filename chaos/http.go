@@ -1,0 +1,189 @@
+package chaos
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+)
+
+// Configure returns a copy of cfg whose clients go through inj: JSON on the
+// wire (so watch frames can be rewritten) and inj's RoundTripper right above
+// the HTTP transport.
+func Configure(cfg *rest.Config, inj *Injector) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = "application/json"
+	c.AcceptContentTypes = "application/json"
+	c.Wrap(inj.Wrap)
+	return c
+}
+
+// Wrap returns rt with the plan's faults applied.
+func (inj *Injector) Wrap(rt http.RoundTripper) http.RoundTripper {
+	return &transport{inj: inj, next: rt}
+}
+
+type transport struct {
+	inj  *Injector
+	next http.RoundTripper
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r, ok := ParseRequest(req)
+	if !ok {
+		return t.next.RoundTrip(req)
+	}
+	for i, in := range t.inj.plan.Injections {
+		f, isRequest := in.Fault.(requestFault)
+		if !isRequest || !in.Fault.Target().Matches(r) || !t.inj.fires(i) {
+			continue
+		}
+		at := t.inj.clock.Now()
+		resp, err := f.respond(req, r)
+		switch {
+		case err != nil:
+			t.inj.record(i, at, r.String(), "failed: "+err.Error())
+			return nil, err
+		case resp != nil:
+			t.inj.record(i, at, r.String(), "answered "+resp.Status)
+			return resp, nil
+		default:
+			t.inj.record(i, at, r.String(), "passed on")
+		}
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || !r.Watch() || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	var watching []int
+	for i, in := range t.inj.plan.Injections {
+		if _, isWatch := in.Fault.(watchFault); isWatch && resourceMatches(in.Fault.Target(), r) {
+			watching = append(watching, i)
+		}
+	}
+	if len(watching) > 0 {
+		resp.Body = t.inj.rewrite(resp.Body, r, watching)
+	}
+	return resp, nil
+}
+
+// resourceMatches: a watch fault's target names objects; the watch request
+// only has to be of their resource and namespace.
+func resourceMatches(t Target, r Request) bool {
+	return (t.Resource == "" || t.Resource == r.Resource) && (t.Namespace == "" || r.Namespace == "" || t.Namespace == r.Namespace)
+}
+
+// rewrite runs the watch stream through the watch faults.
+func (inj *Injector) rewrite(body io.ReadCloser, r Request, injections []int) io.ReadCloser {
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := inj.pump(body, pw, r, injections)
+		_ = pw.CloseWithError(err)
+	}()
+	return &rewrittenBody{PipeReader: pr, orig: body, done: done}
+}
+
+type rewrittenBody struct {
+	*io.PipeReader
+	orig io.ReadCloser
+	done chan struct{}
+}
+
+func (b *rewrittenBody) Close() error {
+	_ = b.PipeReader.Close()
+	err := b.orig.Close()
+	<-b.done
+	return err
+}
+
+func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injections []int) error {
+	frames := newFrameReader(body)
+	for {
+		f, err := frames.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		name, namespace, _ := f.meta()
+		object := Request{Verb: "watch", Group: r.Group, Resource: r.Resource, Namespace: namespace, Name: name}
+		var act frameAction
+		for _, i := range injections {
+			wf := inj.plan.Injections[i].Fault.(watchFault)
+			if !wf.Target().Matches(object) {
+				continue
+			}
+			a := wf.onFrame(f)
+			if a == (frameAction{}) || !inj.fires(i) {
+				continue
+			}
+			inj.record(i, inj.clock.Now(), f.Type+" "+object.String(), describe(a))
+			act = merge(act, a)
+		}
+		if act.closeNow {
+			return nil
+		}
+		if act.delay > 0 {
+			time.Sleep(act.delay) // the stream itself is what is late
+		}
+		if !act.drop {
+			if err := write(out, f); err != nil {
+				return err
+			}
+			if act.duplicate {
+				if err := write(out, f); err != nil {
+					return err
+				}
+			}
+		}
+		if act.expire {
+			status := apierrors.NewResourceExpired("converge: injected, too old resource version").Status()
+			status.Kind, status.APIVersion = "Status", "v1"
+			obj, _ := json.Marshal(status)
+			return write(out, Frame{Type: "ERROR", Object: obj})
+		}
+	}
+}
+
+func write(w io.Writer, f Frame) error {
+	b, err := f.encode()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func merge(a, b frameAction) frameAction {
+	a.drop = a.drop || b.drop
+	a.duplicate = a.duplicate || b.duplicate
+	a.closeNow = a.closeNow || b.closeNow
+	a.expire = a.expire || b.expire
+	a.delay = max(a.delay, b.delay)
+	return a
+}
+
+func describe(a frameAction) string {
+	switch {
+	case a.drop && a.expire:
+		return "dropped, stream ended with 410"
+	case a.drop:
+		return "dropped"
+	case a.closeNow:
+		return "stream closed"
+	case a.expire:
+		return "stream ended with 410"
+	case a.duplicate:
+		return "duplicated"
+	case a.delay > 0:
+		return "delayed " + a.delay.String()
+	}
+	return "passed"
+}

@@ -1,0 +1,163 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// When says when an injection fires, among the requests (or watch frames)
+// its fault targets. All conditions must hold; the zero value fires on every
+// match.
+type When struct {
+	// After and Until bound a window from the start of the run; Until zero
+	// means no end.
+	After time.Duration `json:"after,omitempty"`
+	Until time.Duration `json:"until,omitempty"`
+	// Nth fires on the Nth match only (1-based): "the scaler's first PATCH
+	// of web-1" is Nth 1 of a patch target named web-1.
+	Nth int `json:"nth,omitempty"`
+	// Count caps the firings. Zero means no cap.
+	Count int `json:"count,omitempty"`
+	// Probability fires a match with this chance, drawn from the plan's
+	// seed. Zero means always.
+	Probability float64 `json:"probability,omitempty"`
+}
+
+// Injection is a fault and when it fires.
+type Injection struct {
+	Fault Fault
+	When  When
+}
+
+// Firing is one time a fault fired, for the run's history.
+type Firing struct {
+	At      time.Time
+	Fault   string
+	Target  Target
+	Request string // the request, or the watched object's frame
+	Outcome string
+}
+
+// Recorder receives every firing. It must be safe for concurrent use.
+type Recorder interface{ Record(Firing) }
+
+// Log is a Recorder that keeps the firings in memory.
+type Log struct {
+	mu      sync.Mutex
+	firings []Firing
+}
+
+// Record appends f.
+func (l *Log) Record(f Firing) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.firings = append(l.firings, f)
+}
+
+// Firings returns a copy of what was recorded.
+func (l *Log) Firings() []Firing {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Firing(nil), l.firings...)
+}
+
+// Plan is every injection of one run.
+type Plan struct {
+	// Seed draws the probabilities: the same seed fires at the same matches.
+	Seed uint64
+	// Injections, tried in order; the first request fault that fires
+	// answers a request.
+	Injections []Injection
+	// Recorder receives firings. Nil discards them.
+	Recorder Recorder
+	// Clock measures the windows. Nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Injector applies a plan; it is shared by every client it is installed in.
+type Injector struct {
+	plan  Plan
+	clock clock.PassiveClock
+	start time.Time
+	state []*injectionState
+}
+
+type injectionState struct {
+	mu      sync.Mutex
+	matches int
+	fires   int
+	rng     *rand.Rand
+}
+
+// NewInjector validates plan and starts its clock.
+func NewInjector(plan Plan) (*Injector, error) {
+	var errs []error
+	for i, in := range plan.Injections {
+		if in.Fault == nil {
+			errs = append(errs, fmt.Errorf("injection %d: no fault", i))
+			continue
+		}
+		_, isRequest := in.Fault.(requestFault)
+		_, isWatch := in.Fault.(watchFault)
+		if !isRequest && !isWatch {
+			errs = append(errs, fmt.Errorf("injection %d: %s cannot be injected over HTTP", i, in.Fault.Name()))
+		}
+		w := in.When
+		if w.After < 0 || w.Until < 0 || w.Nth < 0 || w.Count < 0 || w.Probability < 0 || w.Probability > 1 {
+			errs = append(errs, fmt.Errorf("injection %d (%s): negative bound or probability outside [0, 1]", i, in.Fault.Name()))
+		}
+		if w.Until > 0 && w.Until <= w.After {
+			errs = append(errs, fmt.Errorf("injection %d (%s): window ends (%v) before it starts (%v)", i, in.Fault.Name(), w.Until, w.After))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("chaos: invalid plan: %w", err)
+	}
+	if plan.Clock == nil {
+		plan.Clock = clock.RealClock{}
+	}
+	inj := &Injector{plan: plan, clock: plan.Clock, start: plan.Clock.Now()}
+	for i := range plan.Injections {
+		inj.state = append(inj.state, &injectionState{rng: rand.New(rand.NewPCG(plan.Seed, uint64(i)))})
+	}
+	return inj, nil
+}
+
+// fires counts a match of injection i and reports whether it fires.
+func (inj *Injector) fires(i int) bool {
+	w := inj.plan.Injections[i].When
+	s := inj.state[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.matches++
+	// The draw happens on every match, so the sequence of draws, and with
+	// it every firing, depends only on the seed and the order of matches.
+	draw := s.rng.Float64()
+	elapsed := inj.clock.Since(inj.start)
+	switch {
+	case elapsed < w.After, w.Until > 0 && elapsed >= w.Until:
+		return false
+	case w.Nth > 0 && s.matches != w.Nth:
+		return false
+	case w.Count > 0 && s.fires >= w.Count:
+		return false
+	case w.Probability > 0 && draw >= w.Probability:
+		return false
+	}
+	s.fires++
+	return true
+}
+
+// record reports a firing that happened at at.
+func (inj *Injector) record(i int, at time.Time, request, outcome string) {
+	if inj.plan.Recorder == nil {
+		return
+	}
+	f := inj.plan.Injections[i].Fault
+	inj.plan.Recorder.Record(Firing{At: at, Fault: f.Name(), Target: f.Target(), Request: request, Outcome: outcome})
+}

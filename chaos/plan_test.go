@@ -1,0 +1,88 @@
+package chaos_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/converge-lab/converge/chaos"
+)
+
+// firingsFor sends n patch requests through a plan with one injection and
+// returns which of them the fault answered.
+func firingsFor(t *testing.T, seed uint64, when chaos.When, clk *testingclock.FakeClock, n int, step time.Duration) []int {
+	t.Helper()
+	log := &chaos.Log{}
+	inj, err := chaos.NewInjector(chaos.Plan{Seed: seed, Recorder: log, Clock: clk,
+		Injections: []chaos.Injection{{Fault: chaos.Conflict(chaos.Target{Resource: "deployments"}), When: when}}})
+	require.NoError(t, err)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) })
+	rt := inj.Wrap(roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		rec := httptest.NewRecorder()
+		ok.ServeHTTP(rec, req)
+		return rec.Result(), nil
+	}))
+	var fired []int
+	for i := range n {
+		req := httptest.NewRequest(http.MethodPatch, "https://k8s/apis/apps/v1/namespaces/a/deployments/web", bytes.NewReader(nil))
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		if resp.StatusCode == http.StatusConflict {
+			fired = append(fired, i)
+		}
+		clk.Step(step)
+	}
+	require.Len(t, log.Firings(), len(fired), "every firing is recorded")
+	return fired
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestWhen(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		when chaos.When
+		want []int
+	}{
+		{"every match", chaos.When{}, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{"the 3rd match only", chaos.When{Nth: 3}, []int{2}},
+		{"at most twice", chaos.When{Count: 2}, []int{0, 1}},
+		{"a window from 3s to 6s", chaos.When{After: 3 * time.Second, Until: 6 * time.Second}, []int{3, 4, 5}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, firingsFor(t, 1, tt.when, testingclock.NewFakeClock(t0), 10, time.Second))
+		})
+	}
+}
+
+func TestSameSeedSameFirings(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	half := chaos.When{Probability: 0.5}
+	a := firingsFor(t, 42, half, testingclock.NewFakeClock(t0), 1000, time.Millisecond)
+	b := firingsFor(t, 42, half, testingclock.NewFakeClock(t0), 1000, time.Millisecond)
+	c := firingsFor(t, 43, half, testingclock.NewFakeClock(t0), 1000, time.Millisecond)
+	assert.Equal(t, a, b, "same seed, same requests answered")
+	assert.NotEqual(t, a, c, "another seed, another schedule")
+	assert.InDelta(t, 500, len(a), 60)
+}
+
+func TestInvalidPlans(t *testing.T) {
+	for _, in := range []chaos.Injection{
+		{},
+		{Fault: chaos.Conflict(chaos.Target{}), When: chaos.When{Probability: 1.5}},
+		{Fault: chaos.Conflict(chaos.Target{}), When: chaos.When{Nth: -1}},
+		{Fault: chaos.Conflict(chaos.Target{}), When: chaos.When{After: 5 * time.Second, Until: time.Second}},
+	} {
+		_, err := chaos.NewInjector(chaos.Plan{Injections: []chaos.Injection{in}})
+		assert.Error(t, err, "%+v", in)
+	}
+}
