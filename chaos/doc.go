@@ -7,6 +7,7 @@
 // the same firings at the same requests.
 //
 // Injectors apply a plan at one layer:
+//
 //   - HTTP (this package): a RoundTripper installed with rest.Config.Wrap,
 //     for in-process controllers talking to a real API server. Faulted
 //     clients speak JSON (Configure sets it), so watch streams can be
@@ -15,11 +16,17 @@
 //     bodies, and the REST client reacts to them as to the server's own
 //     (429 and 5xx with Retry-After are retried by it).
 //
+//   - Fake (InstallFake): a reactor ahead of a fake clientset's chain for the
+//     request faults, and a proxy around the watches its chain returns for
+//     the watch faults. There is no REST client there, so a 429 or a 5xx
+//     with Retry-After is not retried by the client but reaches the caller:
+//     those faults say so in Available(Fake) and InstallFake refuses them.
+//
 // Every firing is reported to a Recorder, for the run's history.
 //
-// What this layer cannot do: it sees only the traffic of the clients it is
-// installed in (the controller's, never the observer's), so it cannot make
-// the server itself slow or lose data; faults on other layers (the fake
-// clientset's reactors, the TLS proxy for out-of-process controllers,
-// process crashes and SIGTERM) are not implemented yet.
+// What these layers cannot do: they see only the traffic of the clients
+// they are installed in (the controller's, never the observer's), so they
+// cannot make the server itself slow or lose data. Not implemented yet: the
+// TLS proxy for out-of-process controllers, and the process faults (crash,
+// SIGTERM, leader failover, API server restart, etcd compaction).
 package chaos

@@ -25,6 +25,36 @@ type Fault interface {
 	// Target selects the requests (or, for watch faults, the watched
 	// objects) the fault applies to.
 	Target() Target
+	// Available says whether the fault means what it says on a layer: nil,
+	// or why not.
+	Available(Layer) error
+}
+
+// Layer is where faults are injected.
+type Layer string
+
+// Layers.
+const (
+	// HTTP: the RoundTripper of in-process clients of a real API server.
+	HTTP Layer = "http"
+	// Fake: reactors and watch proxies on a fake clientset.
+	Fake Layer = "fake"
+)
+
+// everywhere is embedded by faults that mean the same on every layer.
+type everywhere struct{}
+
+func (everywhere) Available(Layer) error { return nil }
+
+// retriedByRESTClient is embedded by faults whose effect depends on
+// client-go's REST client retrying them, which the fake has not.
+type retriedByRESTClient struct{}
+
+func (retriedByRESTClient) Available(l Layer) error {
+	if l == Fake {
+		return errors.New("the fake clientset has no REST client: a 429 or a 5xx with Retry-After reaches the caller instead of being retried")
+	}
+	return nil
 }
 
 // requestFault answers a request in place of the server, or delays it.
@@ -33,14 +63,17 @@ type requestFault interface {
 	// respond returns the answer, or nil to pass the request on (after
 	// whatever it did).
 	respond(req *http.Request, r Request) (*http.Response, error)
+	// fakeError is the same on the fake layer: the error to answer with,
+	// or nil to pass the request on.
+	fakeError(r Request) error
 }
 
 // watchFault acts on the frames of a watch stream.
 type watchFault interface {
 	Fault
-	// onFrame says what to do with a frame of a watched object the target
-	// selects.
-	onFrame(f Frame) frameAction
+	// onEvent says what to do with an event (ADDED, MODIFIED, DELETED) of
+	// a watched object the target selects.
+	onEvent(eventType string) frameAction
 }
 
 type frameAction struct {
@@ -56,10 +89,13 @@ func Conflict(t Target) Fault {
 	if len(t.Verbs) == 0 {
 		t.Verbs = []string{"update", "patch"}
 	}
-	return conflict{t}
+	return conflict{t: t}
 }
 
-type conflict struct{ t Target }
+type conflict struct {
+	everywhere
+	t Target
+}
 
 func (f conflict) Name() string   { return "conflict" }
 func (f conflict) Target() Target { return f.t }
@@ -71,10 +107,11 @@ func (f conflict) respond(_ *http.Request, r Request) (*http.Response, error) {
 // Throttle answers with 429 Too Many Requests and an integer Retry-After,
 // which client-go's REST client honours before retrying.
 func Throttle(t Target, retryAfterSeconds int) Fault {
-	return throttle{t, max(retryAfterSeconds, 1)}
+	return throttle{t: t, retryAfter: max(retryAfterSeconds, 1)}
 }
 
 type throttle struct {
+	retriedByRESTClient
 	t          Target
 	retryAfter int
 }
@@ -92,16 +129,24 @@ func ServerError(t Target, code, retryAfterSeconds int) Fault {
 	if code < 500 || code > 599 {
 		code = http.StatusInternalServerError
 	}
-	return serverError{t, code, max(retryAfterSeconds, 0)}
+	return serverError{t: t, code: code, retryAfter: max(retryAfterSeconds, 0)}
 }
 
 type serverError struct {
+	everywhere
 	t          Target
 	code       int
 	retryAfter int
 }
 
-func (f serverError) Name() string   { return "server-error" }
+func (f serverError) Name() string { return "server-error" }
+
+func (f serverError) Available(l Layer) error {
+	if f.retryAfter > 0 {
+		return retriedByRESTClient{}.Available(l)
+	}
+	return nil
+}
 func (f serverError) Target() Target { return f.t }
 func (f serverError) respond(*http.Request, Request) (*http.Response, error) {
 	err := apierrors.NewGenericServerResponse(f.code, "", schema.GroupResource{}, "", "converge: injected server error", f.retryAfter, true)
@@ -109,9 +154,10 @@ func (f serverError) respond(*http.Request, Request) (*http.Response, error) {
 }
 
 // Latency holds requests of the target for d before sending them on.
-func Latency(t Target, d time.Duration) Fault { return latency{t, d} }
+func Latency(t Target, d time.Duration) Fault { return latency{t: t, d: d} }
 
 type latency struct {
+	everywhere
 	t Target
 	d time.Duration
 }
@@ -131,9 +177,12 @@ func (f latency) respond(req *http.Request, _ Request) (*http.Response, error) {
 
 // Partition fails requests of the target as a refused connection would,
 // without reaching the server.
-func Partition(t Target) Fault { return partition{t} }
+func Partition(t Target) Fault { return partition{t: t} }
 
-type partition struct{ t Target }
+type partition struct {
+	everywhere
+	t Target
+}
 
 func (f partition) Name() string   { return "partition" }
 func (f partition) Target() Target { return f.t }
@@ -151,10 +200,13 @@ func (a addr) String() string  { return string(a) }
 // window): answering every watch with 410 makes a reflector spin.
 func WatchExpired(t Target) Fault {
 	t.Verbs = []string{"watch"}
-	return watchExpired{t}
+	return watchExpired{t: t}
 }
 
-type watchExpired struct{ t Target }
+type watchExpired struct {
+	everywhere
+	t Target
+}
 
 func (f watchExpired) Name() string   { return "watch-expired" }
 func (f watchExpired) Target() Target { return f.t }
@@ -165,56 +217,64 @@ func (f watchExpired) respond(*http.Request, Request) (*http.Response, error) {
 // WatchExpiredMidStream ends a watch stream with an ERROR frame (code 410,
 // reason Expired) after a frame of a target object: the reflector relists.
 func WatchExpiredMidStream(t Target) Fault {
-	return frameFault{"watch-expired-mid-stream", t, frameAction{expire: true}}
+	return frameFault{name: "watch-expired-mid-stream", t: t, action: frameAction{expire: true}}
 }
 
 // WatchDrop swallows the frames of target objects: the informer misses
 // those changes until it relists.
-func WatchDrop(t Target) Fault { return frameFault{"watch-drop", t, frameAction{drop: true}} }
+func WatchDrop(t Target) Fault {
+	return frameFault{name: "watch-drop", t: t, action: frameAction{drop: true}}
+}
 
 // WatchDelay holds each frame of target objects for d (and, the stream
 // being ordered, every frame behind it).
 func WatchDelay(t Target, d time.Duration) Fault {
-	return frameFault{"watch-delay", t, frameAction{delay: d}}
+	return frameFault{name: "watch-delay", t: t, action: frameAction{delay: d}}
 }
 
 // WatchDuplicate sends frames of target objects twice.
 func WatchDuplicate(t Target) Fault {
-	return frameFault{"watch-duplicate", t, frameAction{duplicate: true}}
+	return frameFault{name: "watch-duplicate", t: t, action: frameAction{duplicate: true}}
 }
 
 // WatchClose ends the stream before a frame of a target object: the
 // reflector watches again from the last resourceVersion it saw, and the
 // frame is delivered on the new stream.
-func WatchClose(t Target) Fault { return frameFault{"watch-close", t, frameAction{closeNow: true}} }
+func WatchClose(t Target) Fault {
+	return frameFault{name: "watch-close", t: t, action: frameAction{closeNow: true}}
+}
 
 // Tombstone drops the DELETED frame of target objects and ends the stream
 // with 410: the relist no longer holds the object, so DeleteFunc receives a
 // cache.DeletedFinalStateUnknown.
 func Tombstone(t Target) Fault {
-	return tombstone{t}
+	return tombstone{t: t}
 }
 
-type tombstone struct{ t Target }
+type tombstone struct {
+	everywhere
+	t Target
+}
 
 func (f tombstone) Name() string   { return "tombstone" }
 func (f tombstone) Target() Target { return f.t }
-func (f tombstone) onFrame(fr Frame) frameAction {
-	if fr.Type != "DELETED" {
+func (f tombstone) onEvent(eventType string) frameAction {
+	if eventType != "DELETED" {
 		return frameAction{}
 	}
 	return frameAction{drop: true, expire: true}
 }
 
 type frameFault struct {
+	everywhere
 	name   string
 	t      Target
 	action frameAction
 }
 
-func (f frameFault) Name() string              { return f.name }
-func (f frameFault) Target() Target            { return f.t }
-func (f frameFault) onFrame(Frame) frameAction { return f.action }
+func (f frameFault) Name() string               { return f.name }
+func (f frameFault) Target() Target             { return f.t }
+func (f frameFault) onEvent(string) frameAction { return f.action }
 
 // statusResponse is an HTTP answer carrying err's metav1.Status, as the API
 // server sends it.

@@ -120,7 +120,7 @@ func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injecti
 			if !wf.Target().Matches(object) {
 				continue
 			}
-			a := wf.onFrame(f)
+			a := wf.onEvent(f.Type)
 			if a == (frameAction{}) || !inj.fires(i) {
 				continue
 			}

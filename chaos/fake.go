@@ -1,0 +1,244 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// InstallFake applies the plan to a fake clientset (its embedded Fake):
+// request faults as a reactor ahead of its chain, watch faults as a proxy
+// around the watches its chain returns. It refuses a plan holding a fault
+// that is not Available on the Fake layer.
+//
+// Limits: a reactor runs under the clientset's lock, so Latency there
+// serialises every call of that clientset (use one clientset per
+// controller, as the fake backend's clients are); a watch proxy that delays
+// events holds the ones behind them in the source watcher, which must buffer
+// them (the fake backend's watchers do, without bound).
+func (inj *Injector) InstallFake(f *k8stesting.Fake) error {
+	var errs []error
+	for _, in := range inj.plan.Injections {
+		if err := in.Fault.Available(Fake); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", in.Fault.Name(), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("chaos: not injectable into a fake clientset: %w", err)
+	}
+	f.Lock()
+	defer f.Unlock()
+	f.ReactionChain = append([]k8stesting.Reactor{&k8stesting.SimpleReactor{Verb: "*", Resource: "*", Reaction: inj.react}}, f.ReactionChain...)
+	chain := f.WatchReactionChain
+	f.WatchReactionChain = []k8stesting.WatchReactor{&k8stesting.SimpleWatchReactor{Resource: "*",
+		Reaction: func(action k8stesting.Action) (bool, watch.Interface, error) { return inj.reactWatch(action, chain) }}}
+	return nil
+}
+
+// fakeRequest classifies a fake clientset action like ParseRequest does an
+// HTTP request.
+func fakeRequest(a k8stesting.Action) Request {
+	gvr := a.GetResource()
+	r := Request{Verb: a.GetVerb(), Group: gvr.Group, Resource: gvr.Resource, Subresource: a.GetSubresource(), Namespace: a.GetNamespace()}
+	if r.Verb == "delete-collection" {
+		r.Verb = "deletecollection"
+	}
+	switch act := a.(type) {
+	case k8stesting.GetAction:
+		r.Name = act.GetName()
+	case k8stesting.PatchAction:
+		r.Name = act.GetName()
+	case k8stesting.DeleteAction:
+		r.Name = act.GetName()
+	case k8stesting.UpdateAction:
+		if m, err := meta.Accessor(act.GetObject()); err == nil {
+			r.Name = m.GetName()
+		}
+	}
+	return r
+}
+
+func (inj *Injector) react(a k8stesting.Action) (bool, runtime.Object, error) {
+	r := fakeRequest(a)
+	if err := inj.requestFaults(r); err != nil {
+		return true, nil, err
+	}
+	return false, nil, nil
+}
+
+// requestFaults applies the request faults to r: the first that fires with
+// an error answers.
+func (inj *Injector) requestFaults(r Request) error {
+	for i, in := range inj.plan.Injections {
+		f, isRequest := in.Fault.(requestFault)
+		if !isRequest || !in.Fault.Target().Matches(r) || !inj.fires(i) {
+			continue
+		}
+		at := inj.clock.Now()
+		if err := f.fakeError(r); err != nil {
+			inj.record(i, at, r.String(), "answered "+err.Error())
+			return err
+		}
+		inj.record(i, at, r.String(), "passed on")
+	}
+	return nil
+}
+
+func (inj *Injector) reactWatch(a k8stesting.Action, chain []k8stesting.WatchReactor) (bool, watch.Interface, error) {
+	r := fakeRequest(a)
+	if err := inj.requestFaults(r); err != nil {
+		return true, nil, err
+	}
+	for _, reactor := range chain {
+		if !reactor.Handles(a) {
+			continue
+		}
+		handled, w, err := reactor.React(a)
+		if !handled {
+			continue
+		}
+		if err != nil {
+			return true, nil, err
+		}
+		var watching []int
+		for i, in := range inj.plan.Injections {
+			if _, ok := in.Fault.(watchFault); ok && resourceMatches(in.Fault.Target(), r) {
+				watching = append(watching, i)
+			}
+		}
+		if len(watching) == 0 {
+			return true, w, nil
+		}
+		return true, inj.proxyWatch(w, r, watching), nil
+	}
+	return false, nil, nil
+}
+
+// proxyWatch applies the watch faults to the events of w.
+func (inj *Injector) proxyWatch(w watch.Interface, r Request, injections []int) watch.Interface {
+	p := &proxyWatch{out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(p.out)
+		defer w.Stop()
+		for {
+			var ev watch.Event
+			var ok bool
+			select {
+			case ev, ok = <-w.ResultChan():
+				if !ok {
+					return
+				}
+			case <-p.stop:
+				return
+			}
+			act := frameAction{}
+			if m, err := meta.Accessor(ev.Object); err == nil && ev.Type != watch.Error && ev.Type != watch.Bookmark {
+				object := Request{Verb: "watch", Group: r.Group, Resource: r.Resource, Namespace: m.GetNamespace(), Name: m.GetName()}
+				for _, i := range injections {
+					wf := inj.plan.Injections[i].Fault.(watchFault)
+					if !wf.Target().Matches(object) {
+						continue
+					}
+					a := wf.onEvent(string(ev.Type))
+					if a == (frameAction{}) || !inj.fires(i) {
+						continue
+					}
+					inj.record(i, inj.clock.Now(), string(ev.Type)+" "+object.String(), describe(a))
+					act = merge(act, a)
+				}
+			}
+			if act.closeNow {
+				return
+			}
+			if act.delay > 0 && !p.wait(act.delay) {
+				return
+			}
+			sends := 0
+			if !act.drop {
+				sends = 1
+				if act.duplicate {
+					sends = 2
+				}
+			}
+			for range sends {
+				if !p.send(ev) {
+					return
+				}
+			}
+			if act.expire {
+				status := apierrors.NewResourceExpired("converge: injected, too old resource version").Status()
+				p.send(watch.Event{Type: watch.Error, Object: &status})
+				return
+			}
+		}
+	}()
+	return p
+}
+
+type proxyWatch struct {
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func (p *proxyWatch) send(ev watch.Event) bool {
+	select {
+	case p.out <- ev:
+		return true
+	case <-p.stop:
+		return false
+	}
+}
+
+func (p *proxyWatch) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.stop:
+		return false
+	}
+}
+
+func (p *proxyWatch) Stop()                          { p.once.Do(func() { close(p.stop) }) }
+func (p *proxyWatch) ResultChan() <-chan watch.Event { return p.out }
+
+// The errors request faults answer with on the fake layer.
+
+func (f conflict) fakeError(r Request) error {
+	return apierrors.NewConflict(schema.GroupResource{Group: r.Group, Resource: r.Resource}, r.Name,
+		errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+func (f throttle) fakeError(Request) error {
+	return apierrors.NewTooManyRequests("converge: injected throttling", f.retryAfter)
+}
+
+func (f serverError) fakeError(Request) error {
+	return apierrors.NewGenericServerResponse(f.code, "", schema.GroupResource{}, "", "converge: injected server error", f.retryAfter, true)
+}
+
+func (f latency) fakeError(Request) error {
+	time.Sleep(f.d) // the reactor is the request: it is what is slow
+	return nil
+}
+
+func (f partition) fakeError(Request) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: addr("fake"), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
+
+func (f watchExpired) fakeError(Request) error {
+	return apierrors.NewResourceExpired("converge: injected, too old resource version")
+}

@@ -1,0 +1,167 @@
+package chaos_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/controller"
+	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/fake"
+)
+
+// onFake starts the fake backend in the current bubble and a controller
+// client of it with plan installed.
+func onFake(t *testing.T, plan chaos.Plan) (*sim.Env, *k8sfake.Clientset, *chaos.Log) {
+	t.Helper()
+	b, err := fake.New(fake.Config{})
+	require.NoError(t, err)
+	env, err := b.Start(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Stop()) })
+	client, err := b.NewClient()
+	require.NoError(t, err)
+	log := &chaos.Log{}
+	plan.Recorder = log
+	inj, err := chaos.NewInjector(plan)
+	require.NoError(t, err)
+	require.NoError(t, inj.InstallFake(&client.Fake))
+	return env, client, log
+}
+
+func countActions(c *k8sfake.Clientset, verb, resource string) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == resource {
+			n++
+		}
+	}
+	return n
+}
+
+func fakeInformer(t *testing.T, c *k8sfake.Clientset, ns string) (cache.SharedIndexInformer, chan any) {
+	t.Helper()
+	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	deleted := make(chan any, 10)
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) { deleted <- obj }})
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	for !inf.HasSynced() {
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+	}
+	return inf, deleted
+}
+
+func TestFakeConflictIsFollowedByARecomputedWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env, client, log := onFake(t, chaos.Plan{Injections: []chaos.Injection{{
+			Fault: chaos.Conflict(chaos.Target{Resource: "deployments", Name: "web"}), When: chaos.When{Nth: 1},
+		}}})
+		d, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
+		require.NoError(t, err)
+		d.Status.ObservedGeneration = d.Generation
+		_, err = env.Observer.AppsV1().Deployments(env.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+		require.NoError(t, err)
+
+		ctl, err := controller.New(controller.Config{}, client)
+		require.NoError(t, err)
+		_, ctx := ktesting.NewTestContext(t)
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- ctl.Run(ctx) }()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		cancel()
+		require.NoError(t, <-done)
+
+		assert.Equal(t, int32(4), replicas(t, env, "web"))
+		assert.Equal(t, 2, countActions(client, "patch", "deployments"), "the 409, then the recomputed write")
+		require.Len(t, log.Firings(), 1)
+		assert.Contains(t, log.Firings()[0].Outcome, "the object has been modified")
+	})
+}
+
+func TestFakeTombstoneReachesDeleteFunc(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env, client, log := onFake(t, chaos.Plan{Injections: []chaos.Injection{{Fault: chaos.Tombstone(chaos.Target{Resource: "pods", Name: "victim"})}}})
+		_, err := env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("victim"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, deleted := fakeInformer(t, client, env.Namespace)
+		lists := countActions(client, "list", "pods")
+
+		require.NoError(t, env.Observer.CoreV1().Pods(env.Namespace).Delete(context.Background(), "victim", metav1.DeleteOptions{}))
+		time.Sleep(time.Minute) // past the reflector's backoff, in virtual time
+		synctest.Wait()
+		require.Len(t, deleted, 1)
+		tomb, ok := (<-deleted).(cache.DeletedFinalStateUnknown)
+		require.True(t, ok, "DeleteFunc got a tombstone")
+		assert.Equal(t, env.Namespace+"/victim", tomb.Key)
+		assert.Equal(t, lists+1, countActions(client, "list", "pods"), "one relist")
+		assert.Len(t, log.Firings(), 1)
+	})
+}
+
+func TestFakePartitionDelaysSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env, client, log := onFake(t, chaos.Plan{Injections: []chaos.Injection{{
+			Fault: chaos.Partition(chaos.Target{}), When: chaos.When{Until: 30 * time.Second},
+		}}})
+		start := time.Now()
+		fakeInformer(t, client, env.Namespace)
+		assert.GreaterOrEqual(t, time.Since(start), 30*time.Second, "no sync while partitioned")
+		assert.NotEmpty(t, log.Firings())
+	})
+}
+
+func TestFakeWatchDropAndDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env, client, _ := onFake(t, chaos.Plan{Injections: []chaos.Injection{
+			{Fault: chaos.WatchDrop(chaos.Target{Resource: "pods", Name: "hidden"})},
+			{Fault: chaos.WatchDelay(chaos.Target{Resource: "pods", Name: "slow"}, 5*time.Second)},
+		}})
+		inf, _ := fakeInformer(t, client, env.Namespace)
+		pods := env.Observer.CoreV1().Pods(env.Namespace)
+		for _, name := range []string{"hidden", "slow"} {
+			_, err := pods.Create(context.Background(), pod(name), metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		created := time.Now()
+		synctest.Wait()
+		assert.False(t, cached(inf, env.Namespace, "slow"), "not yet")
+		for !cached(inf, env.Namespace, "slow") {
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		assert.Equal(t, 5*time.Second, time.Since(created).Truncate(100*time.Millisecond), "late by the delay")
+		assert.False(t, cached(inf, env.Namespace, "hidden"), "dropped")
+	})
+}
+
+func TestFakeRefusesFaultsItCannotMean(t *testing.T) {
+	inj, err := chaos.NewInjector(chaos.Plan{Injections: []chaos.Injection{
+		{Fault: chaos.Throttle(chaos.Target{}, 1)},
+		{Fault: chaos.ServerError(chaos.Target{}, 503, 2)},
+		{Fault: chaos.ServerError(chaos.Target{}, 500, 0)},
+	}})
+	require.NoError(t, err)
+	err = inj.InstallFake(&k8sfake.NewClientset().Fake)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "throttle: the fake clientset has no REST client")
+	assert.Contains(t, err.Error(), "server-error")
+	assert.NoError(t, chaos.ServerError(chaos.Target{}, 500, 0).Available(chaos.Fake), "without Retry-After it means the same")
+	assert.NoError(t, chaos.Throttle(chaos.Target{}, 1).Available(chaos.HTTP))
+}
