@@ -151,10 +151,7 @@ func TestBinaryExitStatus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "scaler")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := scalerBinary(t)
 
 	for _, tt := range []struct {
 		args   []string
