@@ -22,11 +22,17 @@
 //     with Retry-After is not retried by the client but reaches the caller:
 //     those faults say so in Available(Fake) and InstallFake refuses them.
 //
+// A Crash is a process fault on both layers: right after the matching
+// request, the instance's client is fenced (every request refused, open
+// watches broken, as for a dead process) and Plan.OnCrash tells the harness
+// to stop the instance without a drain. Install one injector per instance.
+//
 // Every firing is reported to a Recorder, for the run's history.
 //
 // What these layers cannot do: they see only the traffic of the clients
 // they are installed in (the controller's, never the observer's), so they
 // cannot make the server itself slow or lose data. Not implemented yet: the
-// TLS proxy for out-of-process controllers, and the process faults (crash,
-// SIGTERM, leader failover, API server restart, etcd compaction).
+// TLS proxy for out-of-process controllers, API server restart and etcd
+// compaction. SIGTERM is the end of Run's context in-process (the binary's
+// real SIGTERM is tested in cmd/scaler).
 package chaos

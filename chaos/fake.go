@@ -3,10 +3,7 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +36,11 @@ func (inj *Injector) InstallFake(f *k8stesting.Fake) error {
 	}
 	f.Lock()
 	defer f.Unlock()
-	f.ReactionChain = append([]k8stesting.Reactor{&k8stesting.SimpleReactor{Verb: "*", Resource: "*", Reaction: inj.react}}, f.ReactionChain...)
+	// One reactor in front of the chain it was given, which it runs itself,
+	// so it can act after a request too (a Crash). Install it last.
+	reactions := f.ReactionChain
+	f.ReactionChain = []k8stesting.Reactor{&k8stesting.SimpleReactor{Verb: "*", Resource: "*",
+		Reaction: func(a k8stesting.Action) (bool, runtime.Object, error) { return inj.react(a, reactions) }}}
 	chain := f.WatchReactionChain
 	f.WatchReactionChain = []k8stesting.WatchReactor{&k8stesting.SimpleWatchReactor{Resource: "*",
 		Reaction: func(action k8stesting.Action) (bool, watch.Interface, error) { return inj.reactWatch(action, chain) }}}
@@ -69,10 +70,24 @@ func fakeRequest(a k8stesting.Action) Request {
 	return r
 }
 
-func (inj *Injector) react(a k8stesting.Action) (bool, runtime.Object, error) {
+func (inj *Injector) react(a k8stesting.Action, chain []k8stesting.Reactor) (bool, runtime.Object, error) {
+	if inj.Crashed() {
+		return true, nil, partition{}.refuse("fake")
+	}
 	r := fakeRequest(a)
 	if err := inj.requestFaults(r); err != nil {
 		return true, nil, err
+	}
+	for _, reactor := range chain {
+		if !reactor.Handles(a) {
+			continue
+		}
+		handled, obj, err := reactor.React(a)
+		if !handled {
+			continue
+		}
+		inj.crashAfter(r)
+		return true, obj, err
 	}
 	return false, nil, nil
 }
@@ -96,6 +111,9 @@ func (inj *Injector) requestFaults(r Request) error {
 }
 
 func (inj *Injector) reactWatch(a k8stesting.Action, chain []k8stesting.WatchReactor) (bool, watch.Interface, error) {
+	if inj.Crashed() {
+		return true, nil, partition{}.refuse("fake")
+	}
 	r := fakeRequest(a)
 	if err := inj.requestFaults(r); err != nil {
 		return true, nil, err
@@ -117,9 +135,6 @@ func (inj *Injector) reactWatch(a k8stesting.Action, chain []k8stesting.WatchRea
 				watching = append(watching, i)
 			}
 		}
-		if len(watching) == 0 {
-			return true, w, nil
-		}
 		return true, inj.proxyWatch(w, r, watching), nil
 	}
 	return false, nil, nil
@@ -136,8 +151,8 @@ func (inj *Injector) proxyWatch(w watch.Interface, r Request, injections []int) 
 			var ok bool
 			select {
 			case ev, ok = <-w.ResultChan():
-				if !ok {
-					return
+				if !ok || inj.Crashed() {
+					return // a dead process's watch is gone
 				}
 			case <-p.stop:
 				return
@@ -235,9 +250,7 @@ func (f latency) fakeError(Request) error {
 	return nil
 }
 
-func (f partition) fakeError(Request) error {
-	return &net.OpError{Op: "dial", Net: "tcp", Addr: addr("fake"), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-}
+func (f partition) fakeError(Request) error { return f.refuse("fake") }
 
 func (f watchExpired) fakeError(Request) error {
 	return apierrors.NewResourceExpired("converge: injected, too old resource version")

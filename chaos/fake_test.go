@@ -165,3 +165,42 @@ func TestFakeRefusesFaultsItCannotMean(t *testing.T) {
 	assert.NoError(t, chaos.ServerError(chaos.Target{}, 500, 0).Available(chaos.Fake), "without Retry-After it means the same")
 	assert.NoError(t, chaos.Throttle(chaos.Target{}, 1).Available(chaos.HTTP))
 }
+
+func TestFakeCrashFencesTheClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		crashed := make(chan struct{})
+		b, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		env, err := b.Start(context.Background())
+		require.NoError(t, err)
+		defer func() { require.NoError(t, b.Stop()) }()
+		client, err := b.NewClient()
+		require.NoError(t, err)
+		inj, err := chaos.NewInjector(chaos.Plan{
+			Injections: []chaos.Injection{{Fault: chaos.Crash(chaos.Target{Resource: "deployments", Verbs: []string{"patch"}}), When: chaos.When{Nth: 1}}},
+			OnCrash:    func() { close(crashed) },
+		})
+		require.NoError(t, err)
+		require.NoError(t, inj.InstallFake(&client.Fake))
+
+		d, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
+		require.NoError(t, err)
+		d.Status.ObservedGeneration = d.Generation
+		_, err = env.Observer.AppsV1().Deployments(env.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		ctl, err := controller.New(controller.Config{}, client)
+		require.NoError(t, err)
+		_, ctx := ktesting.NewTestContext(t)
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- ctl.Run(ctx) }()
+		<-crashed
+		cancel() // the harness kills the instance
+		<-done
+
+		assert.True(t, inj.Crashed())
+		assert.Equal(t, int32(4), replicas(t, env, "web"), "the write before the crash landed")
+		_, err = client.AppsV1().Deployments(env.Namespace).Get(context.Background(), "web", metav1.GetOptions{})
+		assert.ErrorContains(t, err, "connection refused", "the dead instance's client reaches nothing")
+	})
+}

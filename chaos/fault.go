@@ -187,7 +187,11 @@ type partition struct {
 func (f partition) Name() string   { return "partition" }
 func (f partition) Target() Target { return f.t }
 func (f partition) respond(req *http.Request, _ Request) (*http.Response, error) {
-	return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: addr(req.URL.Host), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	return nil, f.refuse(req.URL.Host)
+}
+
+func (partition) refuse(host string) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: addr(host), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 }
 
 type addr string

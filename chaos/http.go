@@ -33,6 +33,9 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.inj.Crashed() {
+		return nil, t.inj.refused(req)
+	}
 	r, ok := ParseRequest(req)
 	if !ok {
 		return t.next.RoundTrip(req)
@@ -56,9 +59,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.next.RoundTrip(req)
+	if err == nil {
+		t.inj.crashAfter(r)
+	}
 	if err != nil || !r.Watch() || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
+	resp.Body = fencedBody{ReadCloser: resp.Body, inj: t.inj}
 	var watching []int
 	for i, in := range t.inj.plan.Injections {
 		if _, isWatch := in.Fault.(watchFault); isWatch && resourceMatches(in.Fault.Target(), r) {

@@ -66,6 +66,12 @@ func (w *wire) count(verb, resource string) int {
 	return n
 }
 
+func (w *wire) all() []seenRequest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]seenRequest(nil), w.seen...)
+}
+
 // lists counts the requests that read the whole collection: an informer's
 // initial list and each relist (a LIST, or a watch with initial events).
 func (w *wire) lists(resource string) int {

@@ -77,6 +77,9 @@ type Plan struct {
 	Recorder Recorder
 	// Clock measures the windows. Nil means the real clock.
 	Clock clock.PassiveClock
+	// OnCrash is called, once and in its own goroutine, when a Crash fires:
+	// the harness stops the instance there, without a graceful drain.
+	OnCrash func()
 }
 
 // Injector applies a plan; it is shared by every client it is installed in.
@@ -85,6 +88,7 @@ type Injector struct {
 	clock clock.PassiveClock
 	start time.Time
 	state []*injectionState
+	fence fence
 }
 
 type injectionState struct {
@@ -104,7 +108,8 @@ func NewInjector(plan Plan) (*Injector, error) {
 		}
 		_, isRequest := in.Fault.(requestFault)
 		_, isWatch := in.Fault.(watchFault)
-		if !isRequest && !isWatch {
+		_, isCrash := in.Fault.(crash)
+		if !isRequest && !isWatch && !isCrash {
 			errs = append(errs, fmt.Errorf("injection %d: %s cannot be injected over HTTP", i, in.Fault.Name()))
 		}
 		w := in.When

@@ -1,0 +1,68 @@
+package chaos
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+)
+
+// Crash kills the controller instance whose client it is installed in,
+// right after the matching request returns ("crash right after the scaler's
+// first PATCH of web-1"): from that instant every request of that client
+// fails as a dead process's would (connection refused), open watch streams
+// break, and Plan.OnCrash is called so the harness can stop the instance
+// without a graceful drain and start a new one. Install one injector per
+// instance.
+func Crash(t Target) Fault { return crash{t: t} }
+
+type crash struct {
+	everywhere
+	t Target
+}
+
+func (f crash) Name() string   { return "crash" }
+func (f crash) Target() Target { return f.t }
+
+// fence is what a crash leaves behind: a client that can no longer reach
+// anything.
+type fence struct{ down atomic.Bool }
+
+// Crashed reports whether a Crash of the plan has fired: the instance is
+// dead and its client fenced.
+func (inj *Injector) Crashed() bool { return inj.fence.down.Load() }
+
+// crashAfter runs after request r returned: a Crash that fires fences the
+// injector and calls OnCrash.
+func (inj *Injector) crashAfter(r Request) {
+	for i, in := range inj.plan.Injections {
+		if _, ok := in.Fault.(crash); !ok || !in.Fault.Target().Matches(r) || inj.Crashed() || !inj.fires(i) {
+			continue
+		}
+		inj.fence.down.Store(true)
+		inj.record(i, inj.clock.Now(), r.String(), "instance crashed; its client is fenced")
+		if inj.plan.OnCrash != nil {
+			go inj.plan.OnCrash()
+		}
+		return
+	}
+}
+
+var errFenced = errors.New("converge: the instance crashed")
+
+// fencedBody breaks a response body once the injector is fenced.
+type fencedBody struct {
+	io.ReadCloser
+	inj *Injector
+}
+
+func (b fencedBody) Read(p []byte) (int, error) {
+	if b.inj.Crashed() {
+		return 0, errFenced
+	}
+	return b.ReadCloser.Read(p)
+}
+
+func (inj *Injector) refused(req *http.Request) error {
+	return partition{}.refuse(req.URL.Host)
+}
