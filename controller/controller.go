@@ -76,10 +76,11 @@ type Controller struct {
 	// key is retried when a newer version reaches the cache even if that
 	// version changes nothing the update filter looks at.
 	conflicted keyedStrings
-	// written holds the resourceVersion a successful write was made on,
-	// until the cache has moved past it: a reconcile that still sees that
-	// version would decide on state the scaler itself has just replaced.
-	written keyedStrings
+	// written remembers each successful write until the cache shows it: a
+	// reconcile on an older version would decide on state the scaler has
+	// itself just replaced.
+	writtenMu sync.Mutex
+	written   map[cache.ObjectName]ownWrite
 }
 
 // New returns a scaler that uses client for every read and write. It
@@ -371,19 +372,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (requeued b
 	if apierrors.IsNotFound(err) {
 		c.warned.delete(key)
 		c.conflicted.delete(key)
-		c.written.delete(key)
+		c.forgetWrite(key)
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if rv, ok := c.written.get(key); ok {
-		if rv == d.ResourceVersion {
-			// The update event of our own write will enqueue it again.
-			logger.V(4).Info("Waiting", "reason", "OwnWriteNotCached", "resourceVersion", rv)
-			return false, nil
-		}
-		c.written.delete(key)
+	if c.ownWriteNotCached(key, d) {
+		// The update event of our own write will enqueue it again.
+		logger.V(4).Info("Waiting", "reason", "OwnWriteNotCached", "resourceVersion", d.ResourceVersion)
+		return false, nil
 	}
 	if !managed(d) || d.DeletionTimestamp != nil {
 		return false, nil
@@ -449,14 +447,65 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, in PolicyI
 		return fmt.Errorf("scaling %s: %w", key, err)
 	}
 	c.conflicted.delete(key)
-	if d.ResourceVersion != "" {
-		c.written.set(key, d.ResourceVersion)
-	}
+	c.rememberWrite(key, d.ResourceVersion, now)
 	c.metrics.scaleActions.Inc()
 	logger.Info("Scaled up", "deployment", key, "from", in.Desired, "to", decision.Target, "ready", in.Ready, "max", in.Max)
 	c.recorder.Eventf(d, corev1.EventTypeNormal, ReasonScaledUp,
 		"Scaled up from %d to %d replicas: %d ready (max %d)", in.Desired, decision.Target, in.Ready, in.Max)
 	return nil
+}
+
+// ownWrite is a write the cache may not show yet: made on resourceVersion
+// from, stamping last-scale at.
+type ownWrite struct {
+	from string
+	at   time.Time
+}
+
+func (c *Controller) rememberWrite(key cache.ObjectName, from string, at time.Time) {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	if c.written == nil {
+		c.written = map[cache.ObjectName]ownWrite{}
+	}
+	c.written[key] = ownWrite{from: from, at: at}
+}
+
+func (c *Controller) forgetWrite(key cache.ObjectName) {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	delete(c.written, key)
+}
+
+// ownWriteNotCached reports whether d predates the scaler's last write to
+// it: d is the version that write was made on, or carries an older
+// last-scale stamp (another writer's change that came in between). It stops
+// waiting after a cooldown, in case the stamp was removed by someone else;
+// a decision on stale state would then still meet a 409.
+func (c *Controller) ownWriteNotCached(key cache.ObjectName, d *appsv1.Deployment) bool {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	w, ok := c.written[key]
+	if !ok {
+		return false
+	}
+	stale := false
+	switch stamp := d.Annotations[AnnotationLastScale]; {
+	case w.from != "" && d.ResourceVersion == w.from:
+		stale = true // the very version the write was decided on
+	case stamp == w.at.UTC().Format(time.RFC3339Nano):
+		stale = false // the cache shows the write
+	case stamp == "":
+		stale = true // older than the write, or its stamp was removed since
+	default:
+		t, err := time.Parse(time.RFC3339Nano, stamp)
+		stale = err == nil && t.Before(w.at)
+	}
+	if stale && c.clock.Since(w.at) < c.cfg.Cooldown {
+		return true
+	}
+	delete(c.written, key)
+	return false
 }
 
 // scalePatch is a JSON merge patch that sets spec.replicas and the
