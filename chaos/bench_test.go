@@ -10,14 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/sim/envtest"
 )
 
-// BenchmarkHTTPLayerIdle compares GETs through the injector, with a plan
-// whose only fault targets another resource, to GETs through the same
-// client settings without it, in one run against envtest.
+// BenchmarkHTTPLayerIdle compares GETs through the injector and through the
+// TLS proxy, with a plan whose only fault targets another resource, to GETs
+// through the same client settings without either, in one run on envtest.
 func BenchmarkHTTPLayerIdle(b *testing.B) {
 	cp := envtest.Require(b)
 	be, err := envtest.NewBackend(cp, "bench-")
@@ -33,9 +34,17 @@ func BenchmarkHTTPLayerIdle(b *testing.B) {
 	require.NoError(b, err)
 	direct := rest.CopyConfig(env.RESTConfig)
 	direct.ContentType, direct.AcceptContentTypes = "application/json", "application/json"
-	configs := map[string]*rest.Config{"direct": direct, "injector": chaos.Configure(env.RESTConfig, inj)}
+	proxy, err := chaos.NewProxy(env.RESTConfig, inj)
+	require.NoError(b, err)
+	defer func() { _ = proxy.Close() }()
+	kubeconfig, err := proxy.Kubeconfig()
+	require.NoError(b, err)
+	viaProxy, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	require.NoError(b, err)
+	viaProxy.ContentType, viaProxy.AcceptContentTypes = "application/json", "application/json"
+	configs := map[string]*rest.Config{"direct": direct, "injector": chaos.Configure(env.RESTConfig, inj), "proxy": viaProxy}
 	rates := map[string]float64{}
-	for _, name := range []string{"direct", "injector"} {
+	for _, name := range []string{"direct", "injector", "proxy"} {
 		cfg := configs[name]
 		cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit
 		client, err := kubernetes.NewForConfig(cfg)
@@ -51,6 +60,6 @@ func BenchmarkHTTPLayerIdle(b *testing.B) {
 		})
 	}
 	if rates["direct"] > 0 {
-		b.Logf("injector/direct throughput: %.3f", rates["injector"]/rates["direct"])
+		b.Logf("throughput vs direct: injector %.3f, proxy %.3f", rates["injector"]/rates["direct"], rates["proxy"]/rates["direct"])
 	}
 }

@@ -16,6 +16,13 @@
 //     bodies, and the REST client reacts to them as to the server's own
 //     (429 and 5xx with Retry-After are retried by it).
 //
+//   - Proxy (NewProxy): a TLS reverse proxy on 127.0.0.1 with its own
+//     certificate, forwarding with the upstream config's credentials through
+//     an injector, and writing a kubeconfig that points at it, so a
+//     controller in another process meets the same faults. It asks the
+//     server for JSON whatever the client prefers. A partition there is a
+//     connection the proxy closes, not a refused dial.
+//
 //   - Fake (InstallFake): a reactor ahead of a fake clientset's chain for the
 //     request faults, and a proxy around the watches its chain returns for
 //     the watch faults. There is no REST client there, so a 429 or a 5xx
@@ -31,8 +38,7 @@
 //
 // What these layers cannot do: they see only the traffic of the clients
 // they are installed in (the controller's, never the observer's), so they
-// cannot make the server itself slow or lose data. Not implemented yet: the
-// TLS proxy for out-of-process controllers, API server restart and etcd
-// compaction. SIGTERM is the end of Run's context in-process (the binary's
+// cannot make the server itself slow or lose data. Not implemented yet: API
+// server restart and etcd compaction. SIGTERM is the end of Run's context in-process (the binary's
 // real SIGTERM is tested in cmd/scaler).
 package chaos

@@ -325,3 +325,7 @@ func TestLatencyDelaysRequests(t *testing.T) {
 	assert.GreaterOrEqual(t, sent[0].Sub(firings[0].At), delay-10*time.Millisecond)
 	assert.Equal(t, "passed on", firings[0].Outcome)
 }
+
+func configMap(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}

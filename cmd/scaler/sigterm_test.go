@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/config"
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/sim/envtest"
@@ -138,4 +139,79 @@ func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
 	lease, err := env.Observer.CoordinationV1().Leases("converge-system").Get(ctx, env.Namespace, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "Lease released")
+}
+
+// TestBinaryThroughTheFaultProxy runs the scaler binary out of process
+// through chaos's TLS proxy, with the scaler's own credentials upstream: an
+// injected 409 on its first write is followed by a recomputed write, and a
+// SIGKILL ends it at once, without releasing its Lease.
+func TestBinaryThroughTheFaultProxy(t *testing.T) {
+	cp := envtest.Require(t)
+	b, err := envtest.NewBackend(cp, "proxy-")
+	require.NoError(t, err)
+	ctx := context.Background()
+	env, err := b.Start(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
+
+	log := &chaos.Log{}
+	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, Injections: []chaos.Injection{{
+		Fault: chaos.Conflict(chaos.Target{Resource: "deployments", Name: "web"}), When: chaos.When{Nth: 1},
+	}}})
+	require.NoError(t, err)
+	proxy, err := chaos.NewProxy(env.ControllerConfig, inj)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, proxy.Close()) })
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, proxy.WriteKubeconfig(path))
+
+	health := freeAddr(t)
+	var stderr bytes.Buffer
+	cmd := exec.Command(scalerBinary(t), "--kubeconfig="+path, "--leader-elect",
+		"--leader-elect-namespace=converge-system", "--leader-elect-name="+env.Namespace,
+		"--metrics-addr=0", "--health-addr="+health, "--namespace="+env.Namespace)
+	cmd.Env = append(os.Environ(), "POD_NAME=scaler-behind-proxy")
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("scaler stderr:\n%s", stderr.String())
+		}
+	})
+
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{controller.LabelEnabled: controller.ValueEnabled}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}}},
+			},
+		},
+	}
+	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, d, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := env.Observer.AppsV1().Deployments(env.Namespace).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && *got.Spec.Replicas == 4
+	}, time.Minute, 50*time.Millisecond, "scaled through the proxy after the injected 409")
+	require.Len(t, log.Firings(), 1)
+	assert.Contains(t, log.Firings()[0].Outcome, "409")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	select {
+	case err := <-exited:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, -1, exit.ExitCode(), "killed by a signal")
+	case <-time.After(10 * time.Second):
+		t.Fatal("not dead after SIGKILL")
+	}
+	lease, err := env.Observer.CoordinationV1().Leases("converge-system").Get(ctx, env.Namespace, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "scaler-behind-proxy", ptr.Deref(lease.Spec.HolderIdentity, ""), "a killed process cannot release its Lease")
 }
