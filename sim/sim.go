@@ -50,6 +50,9 @@ type Env struct {
 	// Observer is an unfaulted client with full rights, for the harness's
 	// god view and for the world simulator.
 	Observer kubernetes.Interface
+	// RestartAPIServer stops the API server and starts it again, where the
+	// backend can (Can has APIServerRestart); nil elsewhere.
+	RestartAPIServer func(ctx context.Context) error
 	// Can lists what this backend can do.
 	Can Capabilities
 }

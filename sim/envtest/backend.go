@@ -67,12 +67,13 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		RESTConfig:       b.cp.AdminConfig(),
 		ControllerConfig: b.cp.ScalerConfig(),
 		Observer:         observer,
+		RestartAPIServer: b.cp.RestartAPIServer,
 		Can: sim.Capabilities{
 			sim.VirtualTime:      "real processes run in real time",
 			sim.RealAPIServer:    "",
 			sim.RealControllers:  "",
 			sim.OutOfProcess:     "",
-			sim.APIServerRestart: "not implemented by the envtest backend yet",
+			sim.APIServerRestart: "",
 			sim.EtcdCompaction:   "not implemented by the envtest backend yet",
 		},
 	}, nil

@@ -13,8 +13,9 @@
 // $KUBEBUILDER_ASSETS or DefaultAssetsDir. Every process dies with the test
 // binary, even on a panic, a timeout or SIGKILL: the API server and etcd run
 // under setpriv --pdeathsig, the controller manager with Pdeathsig in its own
-// process group. Limits: the API server cannot be restarted and etcd cannot
-// be compacted on demand yet; the binaries are Linux-tested only.
+// process group. RestartAPIServer stops kube-apiserver and starts it again
+// on the same port, certificates and etcd. Limits: etcd cannot be compacted
+// on demand yet; the binaries are Linux-tested only.
 package envtest
 
 import (
@@ -24,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -48,6 +50,9 @@ type ControlPlane struct {
 
 	// Timings of the start, for benchmarks and logs.
 	BootTime time.Duration
+
+	mu        sync.Mutex
+	apiserver *process // the kube-apiserver started by RestartAPIServer, if any
 
 	stopOnce sync.Once
 	stopErr  error
@@ -167,6 +172,64 @@ func (cp *ControlPlane) ControllerManagerExited() (bool, error) {
 	return cp.kcm.exited()
 }
 
+// RestartAPIServer stops kube-apiserver with SIGTERM and starts it again
+// with the same flags: same port, certificates and etcd, so every client
+// and kubeconfig stays valid. Watches break and clients reconnect. It
+// returns once the new one answers /readyz.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	certDir := cp.env.ControlPlane.APIServer.CertDir
+	var args []string
+	if cp.apiserver != nil {
+		args = cp.apiserver.cmd.Args
+		if err := cp.apiserver.stop(10 * time.Second); err != nil {
+			return fmt.Errorf("envtest: stopping kube-apiserver: %w", err)
+		}
+	} else {
+		pid, cmdline, err := findProcess("--cert-dir=" + certDir)
+		if err != nil {
+			return fmt.Errorf("envtest: finding kube-apiserver: %w", err)
+		}
+		args = cmdline
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			return fmt.Errorf("envtest: stopping kube-apiserver: %w", err)
+		}
+		// With clients connected it can take long to drain: past a grace,
+		// it is killed (and the restart is a crash-restart).
+		if err := waitGone(ctx, pid, 5*time.Second); err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if err := waitGone(ctx, pid, 10*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	log, err := os.OpenFile(filepath.Join(cp.dir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	p, err := startProcess("kube-apiserver", args[0], args[1:], log)
+	if err != nil {
+		return err
+	}
+	cp.apiserver = p
+	client, err := kubernetes.NewForConfig(cp.admin)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("envtest: kube-apiserver not ready after restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a starting server
+	}
+}
+
 // Stop stops kube-controller-manager, then the API server and etcd, and
 // removes the scratch folder. It is safe to call twice.
 func (cp *ControlPlane) Stop() error {
@@ -175,6 +238,11 @@ func (cp *ControlPlane) Stop() error {
 		if cp.kcm != nil {
 			errs = append(errs, cp.kcm.stop(10*time.Second))
 		}
+		cp.mu.Lock()
+		if cp.apiserver != nil {
+			errs = append(errs, cp.apiserver.stop(30*time.Second))
+		}
+		cp.mu.Unlock()
 		if cp.env != nil && cp.admin != nil {
 			errs = append(errs, cp.env.Stop())
 		}

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +19,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -210,3 +214,56 @@ func marked(marker string) []string {
 	}
 	return out
 }
+
+// TestAPIServerRestartBreaksAndRestoresWatches restarts kube-apiserver under
+// a running informer: its watch breaks, it reconnects, and a pod created
+// after the restart reaches its cache; kube-controller-manager reconnects
+// too and keeps creating pods.
+func TestAPIServerRestartBreaksAndRestoresWatches(t *testing.T) {
+	cp := envtest.Require(t)
+	b, err := envtest.NewBackend(cp, "restart-")
+	require.NoError(t, err)
+	ctx := context.Background()
+	env, err := b.Start(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
+	require.True(t, env.Can.Has("apiserver-restart"))
+
+	var mu sync.Mutex
+	watches := 0
+	cfg := env.RESTConfig
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.URL.Query().Get("watch") == "true" {
+				mu.Lock()
+				watches++
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(env.Namespace))
+	inf := factory.Core().V1().Pods().Informer()
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	require.True(t, cache.WaitForCacheSync(stop, inf.HasSynced))
+	mu.Lock()
+	before := watches
+	mu.Unlock()
+
+	require.NoError(t, env.RestartAPIServer(ctx))
+	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, deployment("after", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 2 }, time.Minute, 50*time.Millisecond,
+		"kube-controller-manager created the pods and the informer saw them, both through the restarted server")
+	mu.Lock()
+	assert.Greater(t, watches, before, "the informer watched again")
+	mu.Unlock()
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -1,12 +1,16 @@
 package envtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -73,5 +77,49 @@ func (p *process) exited() (bool, error) {
 		return true, err
 	default:
 		return false, nil
+	}
+}
+
+// findProcess returns the pid and command line of the one process whose
+// command line holds marker.
+func findProcess(marker string) (int, []string, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if slices.Contains(args, marker) {
+			return pid, args, nil
+		}
+	}
+	return 0, nil, fmt.Errorf("no process with %s", marker)
+}
+
+// waitGone waits until pid has exited (a zombie its parent has not reaped
+// yet counts as exited).
+func waitGone(ctx context.Context, pid int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if os.IsNotExist(err) {
+			return nil
+		}
+		// The state follows the command name in parentheses: "pid (comm) Z ...".
+		if i := strings.LastIndexByte(string(stat), ')'); err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("process %d still running after %v", pid, limit)
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process's exit
 	}
 }
