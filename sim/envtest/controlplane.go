@@ -14,8 +14,10 @@
 // binary, even on a panic, a timeout or SIGKILL: the API server and etcd run
 // under setpriv --pdeathsig, the controller manager with Pdeathsig in its own
 // process group. RestartAPIServer stops kube-apiserver and starts it again
-// on the same port, certificates and etcd. Limits: etcd cannot be compacted
-// on demand yet; the binaries are Linux-tested only.
+// on the same port, certificates and etcd; CompactEtcd compacts etcd's
+// history. Limits: the API server's watch cache still serves recent
+// resourceVersions after a compaction (as on a real cluster); the binaries
+// are Linux-tested only.
 package envtest
 
 import (
