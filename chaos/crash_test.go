@@ -59,7 +59,7 @@ func TestCrashedLeaderIsReplacedAndNeverWritesAgain(t *testing.T) {
 		i.cancel = cancel
 		var injections []chaos.Injection
 		if name == "a" { // a leads first (it starts first) and crashes
-			injections = []chaos.Injection{{Fault: chaos.Crash(chaos.Target{Resource: "deployments", Verbs: []string{"patch"}}), When: chaos.When{Nth: 1}}}
+			injections = []chaos.Injection{{Fault: chaos.Crash(chaos.Target{Resource: "deployments", Namespace: env.Namespace, Verbs: []string{"patch"}}), When: chaos.When{Nth: 1}}}
 		}
 		i.inj, err = chaos.NewInjector(chaos.Plan{
 			Injections: injections,
@@ -76,7 +76,8 @@ func TestCrashedLeaderIsReplacedAndNeverWritesAgain(t *testing.T) {
 		client, err := kubernetes.NewForConfig(chaos.Configure(cfg, i.inj))
 		require.NoError(t, err)
 		ctl, err := controller.New(controller.Config{
-			Cooldown: time.Second,
+			Namespace: env.Namespace, // other runs' Deployments may linger on the shared control plane
+			Cooldown:  time.Second,
 			LeaderElection: &controller.LeaderElectionConfig{
 				Namespace: "converge-system", Name: env.Namespace, Identity: name,
 				LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,

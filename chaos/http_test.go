@@ -136,12 +136,14 @@ func managed(name string, replicas int32) *appsv1.Deployment {
 	}
 }
 
-// runScaler runs the scaler in-process on cfg until the test ends.
-func runScaler(t *testing.T, cfg *rest.Config) {
+// runScaler runs the scaler in-process on cfg until the test ends, limited
+// to the run's namespace: the shared control plane still holds other runs'
+// Deployments while their namespaces are being deleted.
+func runScaler(t *testing.T, cfg *rest.Config, namespace string) {
 	t.Helper()
 	client, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
-	ctl, err := controller.New(controller.Config{}, client)
+	ctl, err := controller.New(controller.Config{Namespace: namespace}, client)
 	require.NoError(t, err)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -162,7 +164,7 @@ func TestConflictIsFollowedByARecomputedWrite(t *testing.T) {
 	env, cfg, w, log := faulted(t, controllerConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Conflict(chaos.Target{Resource: "deployments", Name: "web"}), When: chaos.When{Nth: 1},
 	}}})
-	runScaler(t, cfg)
+	runScaler(t, cfg, env.Namespace)
 	_, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -178,7 +180,7 @@ func TestThrottledWriteIsRetriedAfterRetryAfter(t *testing.T) {
 	env, cfg, w, log := faulted(t, controllerConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Throttle(chaos.Target{Resource: "deployments", Verbs: []string{"patch"}}, 2), When: chaos.When{Nth: 1},
 	}}})
-	runScaler(t, cfg)
+	runScaler(t, cfg, env.Namespace)
 	_, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -298,7 +300,7 @@ func TestServerErrorsAreRetried(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env, cfg, w, log := faulted(t, controllerConfig, chaos.Plan{Injections: []chaos.Injection{{Fault: tt.fault, When: chaos.When{Count: 2}}}})
-			runScaler(t, cfg)
+			runScaler(t, cfg, env.Namespace)
 			_, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
 			require.NoError(t, err)
 			require.Eventually(t, func() bool { return replicas(t, env, "web") == 4 }, time.Minute, 50*time.Millisecond)
@@ -314,7 +316,7 @@ func TestLatencyDelaysRequests(t *testing.T) {
 	env, cfg, w, log := faulted(t, controllerConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Latency(chaos.Target{Resource: "deployments", Verbs: []string{"patch"}}, delay),
 	}}})
-	runScaler(t, cfg)
+	runScaler(t, cfg, env.Namespace)
 	_, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return replicas(t, env, "web") == 4 }, time.Minute, 50*time.Millisecond)

@@ -105,6 +105,7 @@ func TestScalerRBACIsSufficientAndLeast(t *testing.T) {
 	client, err := kubernetes.NewForConfig(env.ControllerConfig)
 	require.NoError(t, err)
 	ctl, err := controller.New(controller.Config{
+		Namespace:      env.Namespace, // other runs' Deployments may linger on the shared control plane
 		LeaderElection: &controller.LeaderElectionConfig{Namespace: "converge-system", Identity: t.Name(), Name: strings.ToLower(env.Namespace)},
 	}, client)
 	require.NoError(t, err)
