@@ -42,13 +42,9 @@ func (i *instance) crashedAt() time.Time {
 // nothing of the crashed one reaches the server after the crash, so there
 // is never more than one writer.
 func TestCrashedLeaderIsReplacedAndNeverWritesAgain(t *testing.T) {
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "crash-")
-	require.NoError(t, err)
+	_, env := envtest.RequireRun(t, "crash-")
 	ctx := context.Background()
-	env, err := b.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
+	var err error
 
 	_, logCtx := ktesting.NewTestContext(t)
 	var instances []*instance

@@ -102,12 +102,7 @@ func (w *wire) times(verb, resource string) []time.Time {
 // config that goes through plan (above) and a wire recorder (below).
 func faulted(t *testing.T, base func(env *sim.Env) *rest.Config, plan chaos.Plan) (*sim.Env, *rest.Config, *wire, *chaos.Log) {
 	t.Helper()
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "chaos-")
-	require.NoError(t, err)
-	env, err := b.Start(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
+	_, env := envtest.RequireRun(t, "chaos-")
 
 	log := &chaos.Log{}
 	plan.Recorder = log

@@ -22,13 +22,8 @@ import (
 // kubeconfig, speaking protobuf as client-go does by default, meets the same
 // faults as an in-process JSON client: a tombstone reaches its informer.
 func TestProxyAppliesFaultsToAnyClient(t *testing.T) {
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "proxy-")
-	require.NoError(t, err)
+	_, env := envtest.RequireRun(t, "proxy-")
 	ctx := context.Background()
-	env, err := b.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
 
 	log := &chaos.Log{}
 	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, Injections: []chaos.Injection{

@@ -68,13 +68,8 @@ func freeAddr(t *testing.T) string {
 // election: it scales a Deployment, then a SIGTERM makes it exit 0 within
 // its grace with the Lease released.
 func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "sigterm-")
-	require.NoError(t, err)
+	cp, env := envtest.RequireRun(t, "sigterm-")
 	ctx := context.Background()
-	env, err := b.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
 
 	user, err := cp.AddUser(crenvtest.User{Name: config.ScalerUser, Groups: config.ScalerGroups})
 	require.NoError(t, err)
@@ -146,13 +141,8 @@ func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
 // injected 409 on its first write is followed by a recomputed write, and a
 // SIGKILL ends it at once, without releasing its Lease.
 func TestBinaryThroughTheFaultProxy(t *testing.T) {
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "proxy-")
-	require.NoError(t, err)
+	_, env := envtest.RequireRun(t, "proxy-")
 	ctx := context.Background()
-	env, err := b.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
 
 	log := &chaos.Log{}
 	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, Injections: []chaos.Injection{{

@@ -19,9 +19,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -98,19 +95,17 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	if err := config.ApplyRBAC(ctx, observer); err != nil {
 		return nil, fmt.Errorf("cluster backend: %w", err)
 	}
-	ns, err := observer.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: b.cfg.NamespacePrefix, Labels: map[string]string{"converge.dev/run": "true"}},
-	}, metav1.CreateOptions{})
+	ns, err := sim.CreateRunNamespace(ctx, observer, b.cfg.NamespacePrefix)
 	if err != nil {
-		return nil, fmt.Errorf("cluster backend: creating namespace: %w", err)
+		return nil, fmt.Errorf("cluster backend: %w", err)
 	}
-	b.ns, b.observer = ns.Name, observer
+	b.ns, b.observer = ns, observer
 
 	scaler := rest.CopyConfig(admin)
 	scaler.Impersonate = rest.ImpersonationConfig{UserName: config.ScalerUser, Groups: config.ScalerGroups}
 	return &sim.Env{
 		Backend:          b.Name(),
-		Namespace:        ns.Name,
+		Namespace:        ns,
 		RESTConfig:       rest.CopyConfig(admin),
 		ControllerConfig: scaler,
 		Observer:         observer,
@@ -125,19 +120,15 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	}, nil
 }
 
-// Stop deletes the run's namespace.
+// Stop deletes the run's namespace; the namespace controller removes what is
+// in it. It does not wait for that.
 func (b *Backend) Stop() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ns == "" {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := b.observer.CoreV1().Namespaces().Delete(ctx, b.ns, metav1.DeleteOptions{})
+	err := sim.DeleteRunNamespace(b.observer, b.ns)
 	b.ns = ""
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
 	return err
 }

@@ -7,11 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/converge-lab/converge/sim"
@@ -54,16 +50,14 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns, err := observer.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: b.prefix, Labels: map[string]string{"converge.dev/run": "true"}},
-	}, metav1.CreateOptions{})
+	ns, err := sim.CreateRunNamespace(ctx, observer, b.prefix)
 	if err != nil {
-		return nil, fmt.Errorf("envtest backend: creating namespace: %w", err)
+		return nil, fmt.Errorf("envtest backend: %w", err)
 	}
-	b.ns, b.observer = ns.Name, observer
+	b.ns, b.observer = ns, observer
 	return &sim.Env{
 		Backend:          b.Name(),
-		Namespace:        ns.Name,
+		Namespace:        ns,
 		RESTConfig:       b.cp.AdminConfig(),
 		ControllerConfig: b.cp.ScalerConfig(),
 		Observer:         observer,
@@ -87,13 +81,8 @@ func (b *Backend) Stop() error {
 	if b.ns == "" {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := b.observer.CoreV1().Namespaces().Delete(ctx, b.ns, metav1.DeleteOptions{})
+	err := sim.DeleteRunNamespace(b.observer, b.ns)
 	b.ns = ""
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
 	return err
 }
 
@@ -139,4 +128,26 @@ func Require(t testing.TB) *ControlPlane {
 	}
 	t.Fatalf("envtest: %v", err)
 	return nil
+}
+
+// RequireRun is Require plus a run on the shared control plane: a Backend
+// with a fresh namespace named prefix plus a suffix, stopped when the test
+// ends.
+func RequireRun(t testing.TB, prefix string) (*ControlPlane, *sim.Env) {
+	t.Helper()
+	cp := Require(t)
+	b, err := NewBackend(cp, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := b.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Stop(); err != nil {
+			t.Errorf("stopping the run: %v", err)
+		}
+	})
+	return cp, env
 }

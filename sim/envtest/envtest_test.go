@@ -69,13 +69,9 @@ func podCount(t *testing.T, c kubernetes.Interface, ns, app string) int {
 }
 
 func TestRealControllersRunDeployments(t *testing.T) {
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "")
-	require.NoError(t, err)
+	_, env := envtest.RequireRun(t, "")
+	var err error
 	ctx := context.Background()
-	env, err := b.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
 	assert.True(t, env.Can.Has("real-controllers"))
 
 	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, deployment("web", 3), metav1.CreateOptions{})
@@ -94,13 +90,8 @@ func TestRealControllersRunDeployments(t *testing.T) {
 // ServiceAccount config/ binds, with leader election: it must be able to do
 // its job, and nothing it does not need.
 func TestScalerRBACIsSufficientAndLeast(t *testing.T) {
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "")
-	require.NoError(t, err)
+	_, env := envtest.RequireRun(t, "")
 	ctx := context.Background()
-	env, err := b.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
 
 	client, err := kubernetes.NewForConfig(env.ControllerConfig)
 	require.NoError(t, err)
@@ -223,13 +214,8 @@ func marked(marker string) []string {
 // after the restart reaches its cache; kube-controller-manager reconnects
 // too and keeps creating pods.
 func TestAPIServerRestartBreaksAndRestoresWatches(t *testing.T) {
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "restart-")
-	require.NoError(t, err)
+	_, env := envtest.RequireRun(t, "restart-")
 	ctx := context.Background()
-	env, err := b.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
 	require.True(t, env.Can.Has("apiserver-restart"))
 
 	var mu sync.Mutex
@@ -275,13 +261,8 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // revision before the compaction fails. (The API server's watch cache still
 // answers recent resourceVersions itself, so no 410 reaches clients yet.)
 func TestEtcdCompactionCompactsHistory(t *testing.T) {
-	cp := envtest.Require(t)
-	b, err := envtest.NewBackend(cp, "compact-")
-	require.NoError(t, err)
+	cp, env := envtest.RequireRun(t, "compact-")
 	ctx := context.Background()
-	env, err := b.Start(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
 
 	cms := env.Observer.CoreV1().ConfigMaps(env.Namespace)
 	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})

@@ -45,11 +45,13 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/converge-lab/converge/sim"
 )
 
 // Labels and taints on simulated Nodes.
 const (
-	LabelRun     = "converge.dev/run"
+	LabelRun     = sim.LabelRun
 	TaintSimNode = "converge.dev/simulated"
 )
 
