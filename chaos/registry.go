@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Spec is an injection as a scenario file writes it: a fault by name, its
+// parameters, its target and when it fires.
+type Spec struct {
+	Fault  string `json:"fault"`
+	Target Target `json:"target,omitempty"`
+	When   When   `json:"when,omitempty"`
+	// RetryAfter (seconds) for throttle and server-error.
+	RetryAfter int `json:"retryAfter,omitempty"`
+	// Code for server-error (500..599). Zero means 500.
+	Code int `json:"code,omitempty"`
+	// Delay for latency and watch-delay.
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// registry maps a fault name to how a Spec builds it.
+var registry = map[string]func(Spec) (Fault, error){
+	"conflict": func(s Spec) (Fault, error) { return Conflict(s.Target), nil },
+	"throttle": func(s Spec) (Fault, error) {
+		if s.RetryAfter < 1 {
+			return nil, errors.New("throttle needs retryAfter >= 1 (seconds)")
+		}
+		return Throttle(s.Target, s.RetryAfter), nil
+	},
+	"server-error": func(s Spec) (Fault, error) {
+		code := s.Code
+		if code == 0 {
+			code = 500
+		}
+		if code < 500 || code > 599 {
+			return nil, fmt.Errorf("server-error code must be within 500..599, got %d", s.Code)
+		}
+		if s.RetryAfter < 0 {
+			return nil, errors.New("retryAfter must not be negative")
+		}
+		return ServerError(s.Target, code, s.RetryAfter), nil
+	},
+	"latency": func(s Spec) (Fault, error) {
+		if s.Delay <= 0 {
+			return nil, errors.New("latency needs a positive delay")
+		}
+		return Latency(s.Target, s.Delay), nil
+	},
+	"partition":                func(s Spec) (Fault, error) { return Partition(s.Target), nil },
+	"watch-expired":            func(s Spec) (Fault, error) { return WatchExpired(s.Target), nil },
+	"watch-expired-mid-stream": func(s Spec) (Fault, error) { return WatchExpiredMidStream(s.Target), nil },
+	"watch-drop":               func(s Spec) (Fault, error) { return WatchDrop(s.Target), nil },
+	"watch-delay": func(s Spec) (Fault, error) {
+		if s.Delay <= 0 {
+			return nil, errors.New("watch-delay needs a positive delay")
+		}
+		return WatchDelay(s.Target, s.Delay), nil
+	},
+	"watch-duplicate": func(s Spec) (Fault, error) { return WatchDuplicate(s.Target), nil },
+	"watch-close":     func(s Spec) (Fault, error) { return WatchClose(s.Target), nil },
+	"tombstone":       func(s Spec) (Fault, error) { return Tombstone(s.Target), nil },
+	"crash":           func(s Spec) (Fault, error) { return Crash(s.Target), nil },
+}
+
+// Names lists the faults a Spec can name, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Build turns a Spec into an Injection, or says what is wrong with it.
+func (s Spec) Build() (Injection, error) {
+	build, ok := registry[s.Fault]
+	if !ok {
+		return Injection{}, fmt.Errorf("unknown fault %q (known: %v)", s.Fault, Names())
+	}
+	for _, v := range s.Target.Verbs {
+		if !slices.Contains([]string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}, v) {
+			return Injection{}, fmt.Errorf("%s: unknown verb %q in target", s.Fault, v)
+		}
+	}
+	f, err := build(s)
+	if err != nil {
+		return Injection{}, fmt.Errorf("%s: %w", s.Fault, err)
+	}
+	in := Injection{Fault: f, When: s.When}
+	if _, err := NewInjector(Plan{Injections: []Injection{in}}); err != nil {
+		return Injection{}, err
+	}
+	return in, nil
+}
+
+// duration reads a JSON duration as a Go duration string ("30s") or a
+// number of nanoseconds.
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("a duration is a string like \"30s\": %w", err)
+	}
+	*d = duration(n)
+	return nil
+}
+
+// UnmarshalJSON accepts "30s" for after and until.
+func (w *When) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		After       duration `json:"after"`
+		Until       duration `json:"until"`
+		Nth         int      `json:"nth"`
+		Count       int      `json:"count"`
+		Probability float64  `json:"probability"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("when: %w", err)
+	}
+	*w = When{After: time.Duration(raw.After), Until: time.Duration(raw.Until), Nth: raw.Nth, Count: raw.Count, Probability: raw.Probability}
+	return nil
+}
+
+// UnmarshalJSON accepts "2s" for delay and rejects unknown fields.
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Fault      string   `json:"fault"`
+		Target     Target   `json:"target"`
+		When       When     `json:"when"`
+		RetryAfter int      `json:"retryAfter"`
+		Code       int      `json:"code"`
+		Delay      duration `json:"delay"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("fault spec: %w", err)
+	}
+	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay)}
+	return nil
+}
