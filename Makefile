@@ -18,10 +18,13 @@ test: assets lint ## vet, format check and every test with the race detector, en
 assets: ## build kube-apiserver, kube-controller-manager and etcd from source (once per machine)
 	@hack/assets.sh
 
-lint: ## gofmt and go vet
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: ## gofmt, go vet and staticcheck
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 bench: ## benchmarks (figures in README.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)

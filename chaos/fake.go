@@ -56,11 +56,7 @@ func fakeRequest(a k8stesting.Action) Request {
 		r.Verb = "deletecollection"
 	}
 	switch act := a.(type) {
-	case k8stesting.GetAction:
-		r.Name = act.GetName()
-	case k8stesting.PatchAction:
-		r.Name = act.GetName()
-	case k8stesting.DeleteAction:
+	case interface{ GetName() string }: // get, patch, delete
 		r.Name = act.GetName()
 	case k8stesting.UpdateAction:
 		if m, err := meta.Accessor(act.GetObject()); err == nil {

@@ -133,7 +133,6 @@ func ServerError(t Target, code, retryAfterSeconds int) Fault {
 }
 
 type serverError struct {
-	everywhere
 	t          Target
 	code       int
 	retryAfter int

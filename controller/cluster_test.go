@@ -76,15 +76,11 @@ func (c *cluster) nextRV() string { return strconv.FormatInt(c.rv.Add(1), 10) }
 // stamp sets the resourceVersion of created and updated objects, and answers
 // 409 to an update that carries a stale one.
 func (c *cluster) stamp(action k8stesting.Action) (bool, runtime.Object, error) {
-	var obj runtime.Object
-	switch a := action.(type) {
-	case k8stesting.CreateAction:
-		obj = a.GetObject()
-	case k8stesting.UpdateAction:
-		obj = a.GetObject()
-	default:
+	a, ok := action.(interface{ GetObject() runtime.Object }) // create and update
+	if !ok {
 		return false, nil, nil
 	}
+	obj := a.GetObject()
 	m, err := metaOf(obj)
 	if err != nil {
 		return true, nil, err
