@@ -24,6 +24,21 @@ type crash struct {
 func (f crash) Name() string   { return "crash" }
 func (f crash) Target() Target { return f.t }
 
+// Terminate asks the controller instance whose client it is installed in to
+// shut down gracefully, right after the matching request returns: the same
+// path as SIGTERM (for an in-process controller, the end of its Run
+// context), through Plan.OnTerminate. Unlike Crash, its client keeps
+// working, so in-flight writes finish and the Lease is released.
+func Terminate(t Target) Fault { return terminate{t: t} }
+
+type terminate struct {
+	everywhere
+	t Target
+}
+
+func (f terminate) Name() string   { return "terminate" }
+func (f terminate) Target() Target { return f.t }
+
 // fence is what a crash leaves behind: a client that can no longer reach
 // anything.
 type fence struct{ down atomic.Bool }
@@ -32,10 +47,16 @@ type fence struct{ down atomic.Bool }
 // dead and its client fenced.
 func (inj *Injector) Crashed() bool { return inj.fence.down.Load() }
 
-// crashAfter runs after request r returned: a Crash that fires fences the
-// injector and calls OnCrash.
+// crashAfter runs after request r returned: a Terminate that fires calls
+// OnTerminate; a Crash that fires fences the injector and calls OnCrash.
 func (inj *Injector) crashAfter(r Request) {
 	for i, in := range inj.plan.Injections {
+		if _, ok := in.Fault.(terminate); ok && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i) {
+			inj.record(i, inj.clock.Now(), r.String(), "instance asked to terminate")
+			if inj.plan.OnTerminate != nil {
+				go inj.plan.OnTerminate()
+			}
+		}
 		if _, ok := in.Fault.(crash); !ok || !in.Fault.Target().Matches(r) || inj.Crashed() || !inj.fires(i) {
 			continue
 		}

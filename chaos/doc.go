@@ -32,13 +32,15 @@
 // A Crash is a process fault on both layers: right after the matching
 // request, the instance's client is fenced (every request refused, open
 // watches broken, as for a dead process) and Plan.OnCrash tells the harness
-// to stop the instance without a drain. Install one injector per instance.
+// to stop the instance without a drain. A Terminate asks for the graceful
+// path instead (Plan.OnTerminate: SIGTERM for a binary, the end of Run's
+// context in-process). Install one injector per instance.
 //
 // Every firing is reported to a Recorder, for the run's history.
 //
 // What these layers cannot do: they see only the traffic of the clients
 // they are installed in (the controller's, never the observer's), so they
 // cannot make the server itself slow or lose data. Not implemented yet: API
-// server restart and etcd compaction. SIGTERM is the end of Run's context in-process (the binary's
-// real SIGTERM is tested in cmd/scaler).
+// server restart and etcd compaction as schedulable faults (the envtest backend has both
+// mechanisms).
 package chaos

@@ -13,6 +13,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/controller"
@@ -202,5 +203,52 @@ func TestFakeCrashFencesTheClient(t *testing.T) {
 		assert.Equal(t, int32(4), replicas(t, env, "web"), "the write before the crash landed")
 		_, err = client.AppsV1().Deployments(env.Namespace).Get(context.Background(), "web", metav1.GetOptions{})
 		assert.ErrorContains(t, err, "connection refused", "the dead instance's client reaches nothing")
+	})
+}
+
+// A Terminate right after the scaler's first write shuts it down gracefully:
+// Run returns nil within its grace and its Lease is released.
+func TestFakeTerminateShutsDownGracefully(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		env, err := b.Start(context.Background())
+		require.NoError(t, err)
+		defer func() { require.NoError(t, b.Stop()) }()
+		client, err := b.NewClient()
+		require.NoError(t, err)
+		_, ctx := ktesting.NewTestContext(t)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		log := &chaos.Log{}
+		inj, err := chaos.NewInjector(chaos.Plan{
+			Recorder:    log,
+			Injections:  []chaos.Injection{{Fault: chaos.Terminate(chaos.Target{Resource: "deployments", Verbs: []string{"patch"}}), When: chaos.When{Nth: 1}}},
+			OnTerminate: cancel, // what SIGTERM does to the binary
+		})
+		require.NoError(t, err)
+		require.NoError(t, inj.InstallFake(&client.Fake))
+
+		d, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
+		require.NoError(t, err)
+		d.Status.ObservedGeneration = d.Generation
+		_, err = env.Observer.AppsV1().Deployments(env.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		ctl, err := controller.New(controller.Config{
+			ShutdownGrace:  10 * time.Second,
+			LeaderElection: &controller.LeaderElectionConfig{Namespace: env.Namespace, Identity: "solo"},
+		}, client)
+		require.NoError(t, err)
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- ctl.Run(ctx) }()
+		require.NoError(t, <-done, "a graceful exit")
+		assert.Less(t, time.Since(start), 10*time.Second)
+		assert.False(t, inj.Crashed())
+		assert.Equal(t, int32(4), replicas(t, env, "web"))
+		lease, err := env.Observer.CoordinationV1().Leases(env.Namespace).Get(context.Background(), controller.DefaultLeaseName, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "released")
+		require.Len(t, log.Firings(), 1)
 	})
 }

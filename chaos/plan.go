@@ -80,6 +80,9 @@ type Plan struct {
 	// OnCrash is called, once and in its own goroutine, when a Crash fires:
 	// the harness stops the instance there, without a graceful drain.
 	OnCrash func()
+	// OnTerminate is called, in its own goroutine, when a Terminate fires:
+	// the harness starts the instance's graceful shutdown there.
+	OnTerminate func()
 }
 
 // Injector applies a plan; it is shared by every client it is installed in.
@@ -109,7 +112,8 @@ func NewInjector(plan Plan) (*Injector, error) {
 		_, isRequest := in.Fault.(requestFault)
 		_, isWatch := in.Fault.(watchFault)
 		_, isCrash := in.Fault.(crash)
-		if !isRequest && !isWatch && !isCrash {
+		_, isTerminate := in.Fault.(terminate)
+		if !isRequest && !isWatch && !isCrash && !isTerminate {
 			errs = append(errs, fmt.Errorf("injection %d: %s cannot be injected over HTTP", i, in.Fault.Name()))
 		}
 		w := in.When

@@ -66,6 +66,7 @@ var registry = map[string]func(Spec) (Fault, error){
 	"watch-close":     func(s Spec) (Fault, error) { return WatchClose(s.Target), nil },
 	"tombstone":       func(s Spec) (Fault, error) { return Tombstone(s.Target), nil },
 	"crash":           func(s Spec) (Fault, error) { return Crash(s.Target), nil },
+	"terminate":       func(s Spec) (Fault, error) { return Terminate(s.Target), nil },
 }
 
 // Names lists the faults a Spec can name, sorted.
