@@ -41,6 +41,6 @@
 // What these layers cannot do: they see only the traffic of the clients
 // they are installed in (the controller's, never the observer's), so they
 // cannot make the server itself slow or lose data. Not implemented yet: API
-// server restart and etcd compaction as schedulable faults (the envtest backend has both
-// mechanisms).
+// server restart and etcd compaction as schedulable faults (the envtest
+// backend has both mechanisms).
 package chaos
