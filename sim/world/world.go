@@ -35,7 +35,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -110,7 +109,10 @@ type key struct {
 	name string
 }
 
-const podsByNode = "converge.dev/pods-by-node"
+const (
+	podsByNode       = "converge.dev/pods-by-node"
+	podsByDeployment = "converge.dev/pods-by-deployment" // the controlling Deployment's name
+)
 
 // New validates cfg and prepares a world; it starts nothing.
 func New(cfg Config) (*World, error) {
@@ -143,12 +145,22 @@ func New(cfg Config) (*World, error) {
 	w.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithNamespace(cfg.Namespace))
 	podInformer := w.factory.Core().V1().Pods()
 	w.pods = podInformer.Lister()
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
-			return []string{p.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{
+		podsByNode: func(obj any) ([]string, error) {
+			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+				return []string{p.Spec.NodeName}, nil
+			}
+			return nil, nil
+		},
+		podsByDeployment: func(obj any) ([]string, error) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Deployment" {
+					return []string{owner.Name}, nil
+				}
+			}
+			return nil, nil
+		},
+	}); err != nil {
 		return nil, err
 	}
 	w.podIndex = podInformer.Informer().GetIndexer()
@@ -526,7 +538,7 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	all, err := w.pods.Pods(w.cfg.Namespace).List(labels.Everything())
+	all, err := w.podsOf(d.Name)
 	if err != nil {
 		return err
 	}
@@ -637,18 +649,33 @@ func (w *World) expectations(deployment string) *pending {
 // collect deletes the pods of a Deployment that is gone, as the garbage
 // collector does.
 func (w *World) collect(ctx context.Context, deployment string) error {
-	all, err := w.pods.Pods(w.cfg.Namespace).List(labels.Everything())
+	all, err := w.podsOf(deployment)
 	if err != nil {
 		return err
 	}
 	for _, p := range all {
-		if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Deployment" && owner.Name == deployment && p.DeletionTimestamp == nil {
+		if p.DeletionTimestamp == nil {
 			if err := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// podsOf returns the cached pods a Deployment of that name controls.
+func (w *World) podsOf(deployment string) ([]*corev1.Pod, error) {
+	objs, err := w.podIndex.ByIndex(podsByDeployment, deployment)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
 }
 
 func podFor(d *appsv1.Deployment) *corev1.Pod {
