@@ -125,13 +125,7 @@ func (inj *Injector) reactWatch(a k8stesting.Action, chain []k8stesting.WatchRea
 		if err != nil {
 			return true, nil, err
 		}
-		var watching []int
-		for i, in := range inj.plan.Injections {
-			if _, ok := in.Fault.(watchFault); ok && resourceMatches(in.Fault.Target(), r) {
-				watching = append(watching, i)
-			}
-		}
-		return true, inj.proxyWatch(w, r, watching), nil
+		return true, inj.proxyWatch(w, r, inj.watchInjections(r)), nil
 	}
 	return false, nil, nil
 }
@@ -156,18 +150,7 @@ func (inj *Injector) proxyWatch(w watch.Interface, r Request, injections []int) 
 			act := frameAction{}
 			if m, err := meta.Accessor(ev.Object); err == nil && ev.Type != watch.Error && ev.Type != watch.Bookmark {
 				object := Request{Verb: "watch", Group: r.Group, Resource: r.Resource, Namespace: m.GetNamespace(), Name: m.GetName()}
-				for _, i := range injections {
-					wf := inj.plan.Injections[i].Fault.(watchFault)
-					if !wf.Target().Matches(object) {
-						continue
-					}
-					a := wf.onEvent(string(ev.Type))
-					if a == (frameAction{}) || !inj.fires(i) {
-						continue
-					}
-					inj.record(i, inj.clock.Now(), string(ev.Type)+" "+object.String(), describe(a))
-					act = merge(act, a)
-				}
+				act = inj.eventAction(injections, string(ev.Type), object)
 			}
 			if act.closeNow {
 				return

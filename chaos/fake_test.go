@@ -72,11 +72,7 @@ func TestFakeConflictIsFollowedByARecomputedWrite(t *testing.T) {
 		env, client, log := onFake(t, chaos.Plan{Injections: []chaos.Injection{{
 			Fault: chaos.Conflict(chaos.Target{Resource: "deployments", Name: "web"}), When: chaos.When{Nth: 1},
 		}}})
-		d, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
-		require.NoError(t, err)
-		d.Status.ObservedGeneration = d.Generation
-		_, err = env.Observer.AppsV1().Deployments(env.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		createObserved(t, env, "web", 2)
 
 		ctl, err := controller.New(controller.Config{}, client)
 		require.NoError(t, err)
@@ -184,11 +180,7 @@ func TestFakeCrashFencesTheClient(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, inj.InstallFake(&client.Fake))
 
-		d, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
-		require.NoError(t, err)
-		d.Status.ObservedGeneration = d.Generation
-		_, err = env.Observer.AppsV1().Deployments(env.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		createObserved(t, env, "web", 2)
 		ctl, err := controller.New(controller.Config{}, client)
 		require.NoError(t, err)
 		_, ctx := ktesting.NewTestContext(t)
@@ -229,11 +221,7 @@ func TestFakeTerminateShutsDownGracefully(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, inj.InstallFake(&client.Fake))
 
-		d, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed("web", 2), metav1.CreateOptions{})
-		require.NoError(t, err)
-		d.Status.ObservedGeneration = d.Generation
-		_, err = env.Observer.AppsV1().Deployments(env.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		createObserved(t, env, "web", 2)
 		ctl, err := controller.New(controller.Config{
 			ShutdownGrace:  10 * time.Second,
 			LeaderElection: &controller.LeaderElectionConfig{Namespace: env.Namespace, Identity: "solo"},
@@ -251,4 +239,15 @@ func TestFakeTerminateShutsDownGracefully(t *testing.T) {
 		assert.Empty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "released")
 		require.Len(t, log.Firings(), 1)
 	})
+}
+
+// createObserved creates a managed Deployment whose status has observed its
+// generation, as the Deployment controller would report it.
+func createObserved(t *testing.T, env *sim.Env, name string, replicas int32) {
+	t.Helper()
+	d, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(context.Background(), managed(name, replicas), metav1.CreateOptions{})
+	require.NoError(t, err)
+	d.Status.ObservedGeneration = d.Generation
+	_, err = env.Observer.AppsV1().Deployments(env.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+	require.NoError(t, err)
 }

@@ -66,16 +66,40 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	resp.Body = fencedBody{ReadCloser: resp.Body, inj: t.inj}
-	var watching []int
-	for i, in := range t.inj.plan.Injections {
-		if _, isWatch := in.Fault.(watchFault); isWatch && resourceMatches(in.Fault.Target(), r) {
-			watching = append(watching, i)
-		}
-	}
-	if len(watching) > 0 {
+	if watching := t.inj.watchInjections(r); len(watching) > 0 {
 		resp.Body = t.inj.rewrite(resp.Body, r, watching)
 	}
 	return resp, nil
+}
+
+// eventAction is what the watch faults among injections do to an event of
+// the given type of object; each one that fires is recorded.
+func (inj *Injector) eventAction(injections []int, eventType string, object Request) frameAction {
+	var act frameAction
+	for _, i := range injections {
+		wf := inj.plan.Injections[i].Fault.(watchFault)
+		if !wf.Target().Matches(object) {
+			continue
+		}
+		a := wf.onEvent(eventType)
+		if a == (frameAction{}) || !inj.fires(i) {
+			continue
+		}
+		inj.record(i, inj.clock.Now(), eventType+" "+object.String(), describe(a))
+		act = merge(act, a)
+	}
+	return act
+}
+
+// watchInjections are the watch faults that may act on the watch r.
+func (inj *Injector) watchInjections(r Request) []int {
+	var out []int
+	for i, in := range inj.plan.Injections {
+		if _, isWatch := in.Fault.(watchFault); isWatch && resourceMatches(in.Fault.Target(), r) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // resourceMatches: a watch fault's target names objects; the watch request
@@ -121,19 +145,7 @@ func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injecti
 		}
 		name, namespace, _ := f.meta()
 		object := Request{Verb: "watch", Group: r.Group, Resource: r.Resource, Namespace: namespace, Name: name}
-		var act frameAction
-		for _, i := range injections {
-			wf := inj.plan.Injections[i].Fault.(watchFault)
-			if !wf.Target().Matches(object) {
-				continue
-			}
-			a := wf.onEvent(f.Type)
-			if a == (frameAction{}) || !inj.fires(i) {
-				continue
-			}
-			inj.record(i, inj.clock.Now(), f.Type+" "+object.String(), describe(a))
-			act = merge(act, a)
-		}
+		act := inj.eventAction(injections, f.Type, object)
 		if act.closeNow {
 			return nil
 		}

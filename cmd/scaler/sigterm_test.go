@@ -25,6 +25,7 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/config"
 	"github.com/converge-lab/converge/controller"
+	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
 )
 
@@ -104,23 +105,7 @@ func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	}, time.Minute, 50*time.Millisecond, "ready: synced, leading, working")
 
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{controller.LabelEnabled: controller.ValueEnabled}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}}},
-			},
-		},
-	}
-	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, d, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		got, err := env.Observer.AppsV1().Deployments(env.Namespace).Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && *got.Spec.Replicas == 4
-	}, time.Minute, 50*time.Millisecond, "the binary scaled the Deployment")
+	scaleWebAndWait(t, env, "the binary scaled the Deployment")
 
 	sent := time.Now()
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
@@ -172,23 +157,7 @@ func TestBinaryThroughTheFaultProxy(t *testing.T) {
 		}
 	})
 
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{controller.LabelEnabled: controller.ValueEnabled}},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}}},
-			},
-		},
-	}
-	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, d, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		got, err := env.Observer.AppsV1().Deployments(env.Namespace).Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && *got.Spec.Replicas == 4
-	}, time.Minute, 50*time.Millisecond, "scaled through the proxy after the injected 409")
+	scaleWebAndWait(t, env, "scaled through the proxy after the injected 409")
 	require.Len(t, log.Firings(), 1)
 	assert.Contains(t, log.Firings()[0].Outcome, "409")
 
@@ -204,4 +173,28 @@ func TestBinaryThroughTheFaultProxy(t *testing.T) {
 	lease, err := env.Observer.CoordinationV1().Leases("converge-system").Get(ctx, env.Namespace, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "scaler-behind-proxy", ptr.Deref(lease.Spec.HolderIdentity, ""), "a killed process cannot release its Lease")
+}
+
+// scaleWebAndWait creates a managed 2-replica Deployment "web" whose pods
+// never become ready, and waits until the scaler under test doubled it.
+func scaleWebAndWait(t *testing.T, env *sim.Env, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{controller.LabelEnabled: controller.ValueEnabled}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}}},
+			},
+		},
+	}
+	_, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, d, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := env.Observer.AppsV1().Deployments(env.Namespace).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && *got.Spec.Replicas == 4
+	}, time.Minute, 50*time.Millisecond, msg)
 }
