@@ -8,7 +8,7 @@ import (
 )
 
 // Crash kills the controller instance whose client it is installed in,
-// right after the matching request returns ("crash right after the scaler's
+// right after the matching request succeeds ("crash right after the scaler's
 // first PATCH of web-1"): from that instant every request of that client
 // fails as a dead process's would (connection refused), open watch streams
 // break, and Plan.OnCrash is called so the harness can stop the instance
@@ -25,7 +25,7 @@ func (f crash) Name() string   { return "crash" }
 func (f crash) Target() Target { return f.t }
 
 // Terminate asks the controller instance whose client it is installed in to
-// shut down gracefully, right after the matching request returns: the same
+// shut down gracefully, right after the matching request succeeds: the same
 // path as SIGTERM (for an in-process controller, the end of its Run
 // context), through Plan.OnTerminate. Unlike Crash, its client keeps
 // working, so in-flight writes finish and the Lease is released.
@@ -47,10 +47,16 @@ type fence struct{ down atomic.Bool }
 // dead and its client fenced.
 func (inj *Injector) Crashed() bool { return inj.fence.down.Load() }
 
-// crashAfter runs after request r returned: a Terminate that fires calls
-// OnTerminate; a Crash that fires fences the injector and calls OnCrash.
-func (inj *Injector) crashAfter(r Request) {
+// after runs after request r succeeded (a write that failed changed
+// nothing, so "right after the first PATCH of web-1" means the first that
+// took effect): a triggered control-plane fault
+// that fires is applied, a Terminate that fires calls OnTerminate, and a
+// Crash that fires fences the injector and calls OnCrash.
+func (inj *Injector) after(r Request) {
 	for i, in := range inj.plan.Injections {
+		if _, ok := in.Fault.(controlPlaneFault); ok && !in.Fault.Target().IsZero() && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i) {
+			inj.fireControlPlane(i, inj.clock.Now(), r.String())
+		}
 		if _, ok := in.Fault.(terminate); ok && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i) {
 			inj.record(i, inj.clock.Now(), r.String(), "instance asked to terminate")
 			if inj.plan.OnTerminate != nil {

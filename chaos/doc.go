@@ -38,9 +38,13 @@
 //
 // Every firing is reported to a Recorder, for the run's history.
 //
+// APIServerRestart and Compaction act on the backend's control plane
+// (Plan.ControlPlane): triggered by a request like a Crash, or scheduled
+// from the start of the run (Injector.Start). StartProcess runs a
+// controller binary, whose Terminate and Kill are a real SIGTERM and
+// SIGKILL for the proxy's Terminate and Crash faults, recording its exit.
+//
 // What these layers cannot do: they see only the traffic of the clients
 // they are installed in (the controller's, never the observer's), so they
-// cannot make the server itself slow or lose data. Not implemented yet: API
-// server restart and etcd compaction as schedulable faults (the envtest
-// backend has both mechanisms).
+// cannot make the server itself slow or lose data.
 package chaos

@@ -82,7 +82,9 @@ func (inj *Injector) react(a k8stesting.Action, chain []k8stesting.Reactor) (boo
 		if !handled {
 			continue
 		}
-		inj.crashAfter(r)
+		if err == nil {
+			inj.after(r)
+		}
 		return true, obj, err
 	}
 	return false, nil, nil

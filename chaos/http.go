@@ -59,13 +59,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.next.RoundTrip(req)
-	if err == nil {
-		t.inj.crashAfter(r)
+	if err == nil && resp.StatusCode < 300 {
+		t.inj.after(r)
 	}
 	if err != nil || !r.Watch() || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
-	resp.Body = fencedBody{ReadCloser: resp.Body, inj: t.inj}
+	resp.Body = fencedBody{ReadCloser: t.inj.watches.track(resp.Body), inj: t.inj}
 	if watching := t.inj.watchInjections(r); len(watching) > 0 {
 		resp.Body = t.inj.rewrite(resp.Body, r, watching)
 	}

@@ -1,10 +1,13 @@
 package chaos_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,18 +42,35 @@ type wire struct {
 }
 
 type seenRequest struct {
-	at time.Time
-	r  chaos.Request
+	at     time.Time
+	r      chaos.Request
+	query  string
+	status int // 0 when the request failed
+	// expired: the server answered 410, or ended the watch stream with a
+	// 410 ERROR frame.
+	expired *atomic.Bool
 }
 
 func (w *wire) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		if r, ok := chaos.ParseRequest(req); ok {
-			w.mu.Lock()
-			w.seen = append(w.seen, seenRequest{time.Now(), r})
-			w.mu.Unlock()
+		r, ok := chaos.ParseRequest(req)
+		if !ok {
+			return rt.RoundTrip(req)
 		}
-		return rt.RoundTrip(req)
+		at := time.Now()
+		resp, err := rt.RoundTrip(req)
+		s := seenRequest{at: at, r: r, query: req.URL.RawQuery, expired: &atomic.Bool{}}
+		if err == nil {
+			s.status = resp.StatusCode
+			s.expired.Store(resp.StatusCode == http.StatusGone)
+			if r.Watch() && resp.StatusCode == http.StatusOK {
+				resp.Body = &frameSpy{ReadCloser: resp.Body, expired: s.expired}
+			}
+		}
+		w.mu.Lock()
+		w.seen = append(w.seen, s)
+		w.mu.Unlock()
+		return resp, err
 	})
 }
 
@@ -64,6 +84,46 @@ func (w *wire) count(verb, resource string) int {
 		}
 	}
 	return n
+}
+
+// expired counts the requests of resource the server answered with 410.
+func (w *wire) expired(resource string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, s := range w.seen {
+		if s.r.Resource == resource && s.expired.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// frameSpy notes a 410 ERROR frame in a watch stream as it passes.
+type frameSpy struct {
+	io.ReadCloser
+	expired *atomic.Bool
+	buf     []byte
+}
+
+func (f *frameSpy) Read(p []byte) (int, error) {
+	n, err := f.ReadCloser.Read(p)
+	f.buf = append(f.buf, p[:n]...)
+	for {
+		i := bytes.IndexByte(f.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if frames, decodeErr := chaos.DecodeFrames(f.buf[:i+1]); decodeErr == nil {
+			for _, fr := range frames {
+				if fr.Type == "ERROR" && bytes.Contains(fr.Object, []byte(`"code":410`)) {
+					f.expired.Store(true)
+				}
+			}
+		}
+		f.buf = f.buf[i+1:]
+	}
+	return n, err
 }
 
 func (w *wire) all() []seenRequest {

@@ -26,6 +26,9 @@ type When struct {
 	// Probability fires a match with this chance, drawn from the plan's
 	// seed. Zero means always.
 	Probability float64 `json:"probability,omitempty"`
+	// Every repeats a scheduled control-plane fault (one with no Target):
+	// it fires at After, After+Every, ... Zero means once.
+	Every time.Duration `json:"every,omitempty"`
 }
 
 // Injection is a fault and when it fires.
@@ -75,23 +78,30 @@ type Plan struct {
 	Injections []Injection
 	// Recorder receives firings. Nil discards them.
 	Recorder Recorder
-	// Clock measures the windows. Nil means the real clock.
-	Clock clock.PassiveClock
+	// Clock measures the windows and runs the schedules. Nil means the
+	// real clock.
+	Clock clock.Clock
 	// OnCrash is called, once and in its own goroutine, when a Crash fires:
 	// the harness stops the instance there, without a graceful drain.
 	OnCrash func()
 	// OnTerminate is called, in its own goroutine, when a Terminate fires:
 	// the harness starts the instance's graceful shutdown there.
 	OnTerminate func()
+	// ControlPlane is what APIServerRestart and Compaction act on; plans
+	// with those faults need one.
+	ControlPlane ControlPlane
 }
 
 // Injector applies a plan; it is shared by every client it is installed in.
 type Injector struct {
 	plan  Plan
-	clock clock.PassiveClock
+	clock clock.Clock
 	start time.Time
 	state []*injectionState
 	fence fence
+
+	pending sync.WaitGroup // control-plane faults being applied, schedules
+	watches openWatches
 }
 
 type injectionState struct {
@@ -113,11 +123,18 @@ func NewInjector(plan Plan) (*Injector, error) {
 		_, isWatch := in.Fault.(watchFault)
 		_, isCrash := in.Fault.(crash)
 		_, isTerminate := in.Fault.(terminate)
-		if !isRequest && !isWatch && !isCrash && !isTerminate {
+		_, isControlPlane := in.Fault.(controlPlaneFault)
+		if !isRequest && !isWatch && !isCrash && !isTerminate && !isControlPlane {
 			errs = append(errs, fmt.Errorf("injection %d: %s cannot be injected over HTTP", i, in.Fault.Name()))
 		}
+		if isControlPlane && plan.ControlPlane == nil {
+			errs = append(errs, fmt.Errorf("injection %d: %s needs a control plane (a backend that can restart its API server and compact etcd)", i, in.Fault.Name()))
+		}
 		w := in.When
-		if w.After < 0 || w.Until < 0 || w.Nth < 0 || w.Count < 0 || w.Probability < 0 || w.Probability > 1 {
+		if w.Every != 0 && (!isControlPlane || !in.Fault.Target().IsZero()) {
+			errs = append(errs, fmt.Errorf("injection %d (%s): every repeats only a scheduled control-plane fault (one with no target)", i, in.Fault.Name()))
+		}
+		if w.After < 0 || w.Until < 0 || w.Nth < 0 || w.Count < 0 || w.Every < 0 || w.Probability < 0 || w.Probability > 1 {
 			errs = append(errs, fmt.Errorf("injection %d (%s): negative bound or probability outside [0, 1]", i, in.Fault.Name()))
 		}
 		if w.Until > 0 && w.Until <= w.After {
@@ -160,6 +177,14 @@ func (inj *Injector) fires(i int) bool {
 	}
 	s.fires++
 	return true
+}
+
+// firings is how many times injection i fired.
+func (inj *Injector) firings(i int) int {
+	s := inj.state[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fires
 }
 
 // record reports a firing that happened at at.

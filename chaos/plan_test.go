@@ -2,8 +2,10 @@ package chaos_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,4 +87,81 @@ func TestInvalidPlans(t *testing.T) {
 		_, err := chaos.NewInjector(chaos.Plan{Injections: []chaos.Injection{in}})
 		assert.Error(t, err, "%+v", in)
 	}
+	_, err := chaos.NewInjector(chaos.Plan{Injections: []chaos.Injection{{Fault: chaos.APIServerRestart(chaos.Target{})}}})
+	assert.ErrorContains(t, err, "apiserver-restart needs a control plane")
+}
+
+// countingPlane is a ControlPlane that counts what was asked of it.
+type countingPlane struct {
+	mu                 sync.Mutex
+	restarts, compacts int
+}
+
+func (c *countingPlane) RestartAPIServer(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restarts++
+	return nil
+}
+
+func (c *countingPlane) Compact(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.compacts++
+	return nil
+}
+
+func (c *countingPlane) counts() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.restarts, c.compacts
+}
+
+// A scheduled control-plane fault fires at After, then every Every, up to
+// Count, on the plan's clock.
+func TestScheduledControlPlaneFaults(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cp := &countingPlane{}
+	log := &chaos.Log{}
+	inj, err := chaos.NewInjector(chaos.Plan{Clock: clk, ControlPlane: cp, Recorder: log, Injections: []chaos.Injection{
+		{Fault: chaos.Compaction(chaos.Target{}), When: chaos.When{After: 10 * time.Second, Every: 5 * time.Second, Count: 3}},
+		{Fault: chaos.APIServerRestart(chaos.Target{}), When: chaos.When{After: 12 * time.Second}},
+	}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	inj.Start(ctx)
+	want := []struct{ at, restarts, compacts int }{{9, 0, 0}, {10, 0, 1}, {12, 1, 1}, {14, 1, 1}, {15, 1, 2}, {20, 1, 3}}
+	for _, w := range want {
+		for clk.Since(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) < time.Duration(w.at)*time.Second {
+			// Step only once the schedules wait on the clock again.
+			require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+			clk.Step(time.Second)
+		}
+		require.Eventually(t, func() bool { r, c := cp.counts(); return r == w.restarts && c == w.compacts },
+			5*time.Second, time.Millisecond, "at %ds", w.at)
+	}
+	require.Eventually(t, func() bool { return !clk.HasWaiters() }, 5*time.Second, time.Millisecond, "both schedules are over")
+	cancel()
+	inj.Wait()
+	assert.Len(t, log.Firings(), 4)
+}
+
+// A control-plane fault with a target is a trigger: it fires right after
+// the matching request.
+func TestTriggeredControlPlaneFault(t *testing.T) {
+	cp := &countingPlane{}
+	inj, err := chaos.NewInjector(chaos.Plan{ControlPlane: cp, Injections: []chaos.Injection{
+		{Fault: chaos.APIServerRestart(chaos.Target{Verbs: []string{"patch"}, Name: "web"}), When: chaos.When{Nth: 2}},
+	}})
+	require.NoError(t, err)
+	rt := inj.Wrap(roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	}))
+	for range 3 {
+		_, err := rt.RoundTrip(httptest.NewRequest(http.MethodPatch, "https://k8s/apis/apps/v1/namespaces/a/deployments/web", http.NoBody))
+		require.NoError(t, err)
+		inj.Wait()
+	}
+	restarts, _ := cp.counts()
+	assert.Equal(t, 1, restarts, "the second PATCH only")
 }

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,11 +63,13 @@ var registry = map[string]func(Spec) (Fault, error){
 		}
 		return WatchDelay(s.Target, s.Delay), nil
 	},
-	"watch-duplicate": func(s Spec) (Fault, error) { return WatchDuplicate(s.Target), nil },
-	"watch-close":     func(s Spec) (Fault, error) { return WatchClose(s.Target), nil },
-	"tombstone":       func(s Spec) (Fault, error) { return Tombstone(s.Target), nil },
-	"crash":           func(s Spec) (Fault, error) { return Crash(s.Target), nil },
-	"terminate":       func(s Spec) (Fault, error) { return Terminate(s.Target), nil },
+	"watch-duplicate":   func(s Spec) (Fault, error) { return WatchDuplicate(s.Target), nil },
+	"watch-close":       func(s Spec) (Fault, error) { return WatchClose(s.Target), nil },
+	"tombstone":         func(s Spec) (Fault, error) { return Tombstone(s.Target), nil },
+	"crash":             func(s Spec) (Fault, error) { return Crash(s.Target), nil },
+	"terminate":         func(s Spec) (Fault, error) { return Terminate(s.Target), nil },
+	"apiserver-restart": func(s Spec) (Fault, error) { return APIServerRestart(s.Target), nil },
+	"compaction":        func(s Spec) (Fault, error) { return Compaction(s.Target), nil },
 }
 
 // Names lists the faults a Spec can name, sorted.
@@ -95,7 +98,7 @@ func (s Spec) Build() (Injection, error) {
 		return Injection{}, fmt.Errorf("%s: %w", s.Fault, err)
 	}
 	in := Injection{Fault: f, When: s.When}
-	if _, err := NewInjector(Plan{Injections: []Injection{in}}); err != nil {
+	if _, err := NewInjector(Plan{Injections: []Injection{in}, ControlPlane: noControlPlane{}}); err != nil {
 		return Injection{}, err
 	}
 	return in, nil
@@ -131,13 +134,14 @@ func (w *When) UnmarshalJSON(b []byte) error {
 		Nth         int      `json:"nth"`
 		Count       int      `json:"count"`
 		Probability float64  `json:"probability"`
+		Every       duration `json:"every"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
 		return fmt.Errorf("when: %w", err)
 	}
-	*w = When{After: time.Duration(raw.After), Until: time.Duration(raw.Until), Nth: raw.Nth, Count: raw.Count, Probability: raw.Probability}
+	*w = When{After: time.Duration(raw.After), Until: time.Duration(raw.Until), Nth: raw.Nth, Count: raw.Count, Probability: raw.Probability, Every: time.Duration(raw.Every)}
 	return nil
 }
 
@@ -159,3 +163,10 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay)}
 	return nil
 }
+
+// noControlPlane stands in for the backend's control plane when a Spec is
+// checked on its own: whether the backend has one is the run's question.
+type noControlPlane struct{}
+
+func (noControlPlane) RestartAPIServer(context.Context) error { return errors.New("no control plane") }
+func (noControlPlane) Compact(context.Context) error          { return errors.New("no control plane") }

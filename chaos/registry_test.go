@@ -24,7 +24,7 @@ func TestSpecBuildsEveryFault(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, name, in.Fault.Name())
 	}
-	assert.Len(t, chaos.Names(), 14)
+	assert.Len(t, chaos.Names(), 16)
 }
 
 func TestSpecFromYAML(t *testing.T) {
@@ -48,12 +48,14 @@ func TestBadSpecsAreClearErrors(t *testing.T) {
 		spec chaos.Spec
 		msg  string
 	}{
-		{chaos.Spec{Fault: "meteor"}, `unknown fault "meteor" (known: [conflict crash`},
+		{chaos.Spec{Fault: "meteor"}, `unknown fault "meteor" (known: [apiserver-restart compaction conflict crash`},
 		{chaos.Spec{Fault: "throttle"}, "throttle: throttle needs retryAfter >= 1"},
 		{chaos.Spec{Fault: "server-error", Code: 404}, "server-error code must be within 500..599, got 404"},
 		{chaos.Spec{Fault: "latency"}, "latency needs a positive delay"},
 		{chaos.Spec{Fault: "conflict", Target: chaos.Target{Verbs: []string{"pach"}}}, `unknown verb "pach"`},
 		{chaos.Spec{Fault: "conflict", When: chaos.When{Probability: 2}}, "probability outside [0, 1]"},
+		{chaos.Spec{Fault: "conflict", When: chaos.When{Every: time.Second}}, "every repeats only a scheduled control-plane fault"},
+		{chaos.Spec{Fault: "compaction", Target: chaos.Target{Resource: "pods"}, When: chaos.When{Every: time.Second}}, "every repeats only a scheduled control-plane fault"},
 	} {
 		_, err := tt.spec.Build()
 		require.Error(t, err, "%+v", tt.spec)
@@ -76,4 +78,6 @@ func TestSpecYAMLErrors(t *testing.T) {
 	var s chaos.Spec
 	require.NoError(t, yaml.Unmarshal([]byte("fault: watch-delay\ndelay: 1500ms\n"), &s))
 	assert.Equal(t, 1500*time.Millisecond, s.Delay)
+	require.NoError(t, yaml.Unmarshal([]byte("fault: compaction\nwhen: {after: 10s, every: 30s, count: 5}\n"), &s))
+	assert.Equal(t, chaos.When{After: 10 * time.Second, Every: 30 * time.Second, Count: 5}, s.When)
 }

@@ -1,6 +1,9 @@
 package chaos
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -79,6 +82,9 @@ func ParseRequest(req *http.Request) (r Request, ok bool) {
 		}
 	case http.MethodPost:
 		r.Verb = "create"
+		if r.Name == "" && r.Subresource == "" {
+			r.Name = createdName(req)
+		}
 	case http.MethodPut:
 		r.Verb = "update"
 	case http.MethodPatch:
@@ -102,6 +108,11 @@ type Target struct {
 	Name      string   `json:"name,omitempty"`
 }
 
+// IsZero reports whether t names nothing, so matches every request.
+func (t Target) IsZero() bool {
+	return len(t.Verbs) == 0 && t.Resource == "" && t.Namespace == "" && t.Name == ""
+}
+
 // Matches reports whether r is targeted.
 func (t Target) Matches(r Request) bool {
 	if len(t.Verbs) > 0 && !contains(t.Verbs, r.Verb) {
@@ -120,3 +131,39 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// createdName reads the name of the object a create sends, which the URL
+// does not carry, so that "the first create of web-1" can be targeted. The
+// body is read from GetBody where the client can send it again, else read
+// and put back. An object with generateName, or a body that is not JSON,
+// has no name here.
+func createdName(req *http.Request) string {
+	var body io.ReadCloser
+	switch {
+	case req.GetBody != nil:
+		b, err := req.GetBody()
+		if err != nil {
+			return ""
+		}
+		body = b
+	case req.Body != nil && req.Body != http.NoBody:
+		raw, err := io.ReadAll(io.LimitReader(req.Body, maxObjectBytes+1))
+		_ = req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(raw))
+		if err != nil || len(raw) > maxObjectBytes {
+			return ""
+		}
+		body = io.NopCloser(bytes.NewReader(raw))
+	default:
+		return ""
+	}
+	defer body.Close()
+	var o object
+	if err := json.NewDecoder(io.LimitReader(body, maxObjectBytes)).Decode(&o); err != nil {
+		return ""
+	}
+	return o.Metadata.Name
+}
+
+// maxObjectBytes is the API server's own limit on a request body.
+const maxObjectBytes = 3 << 20

@@ -1,11 +1,14 @@
 package chaos_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/converge-lab/converge/chaos"
 )
@@ -36,6 +39,38 @@ func TestParseRequest(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// A create carries its name in the body, not the URL: it is read from
+// there, and the body is left for the server.
+func TestParseRequestReadsTheNameOfACreate(t *testing.T) {
+	body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespace":"web"}}`
+	for name, req := range map[string]*http.Request{
+		"client request":  mustRequest(t, strings.NewReader(body)), // GetBody set
+		"server request":  httptest.NewRequest("POST", "/api/v1/namespaces/web/pods", io.NopCloser(strings.NewReader(body))),
+		"generateName":    mustRequest(t, strings.NewReader(`{"metadata":{"generateName":"web-"}}`)),
+		"not JSON at all": mustRequest(t, strings.NewReader("\x0a\x02k8s")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, ok := chaos.ParseRequest(req)
+			require.True(t, ok)
+			assert.Equal(t, "create", r.Verb)
+			if name == "client request" || name == "server request" {
+				assert.Equal(t, "web-1", r.Name)
+				rest, err := io.ReadAll(req.Body)
+				require.NoError(t, err)
+				assert.Equal(t, body, string(rest), "the body is still there for the server")
+			} else {
+				assert.Empty(t, r.Name)
+			}
+		})
+	}
+}
+
+func mustRequest(t *testing.T, body io.Reader) *http.Request {
+	req, err := http.NewRequest("POST", "https://k8s/api/v1/namespaces/web/pods", body)
+	require.NoError(t, err)
+	return req
 }
 
 func TestTargetMatches(t *testing.T) {

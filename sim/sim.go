@@ -50,11 +50,21 @@ type Env struct {
 	// Observer is an unfaulted client with full rights, for the harness's
 	// god view and for the world simulator.
 	Observer kubernetes.Interface
-	// RestartAPIServer stops the API server and starts it again, where the
-	// backend can (Can has APIServerRestart); nil elsewhere.
-	RestartAPIServer func(ctx context.Context) error
+	// ControlPlane restarts the API server and compacts its storage, where
+	// the backend can (Can has APIServerRestart); nil elsewhere. The chaos
+	// package's control-plane faults act on it.
+	ControlPlane ControlPlane
 	// Can lists what this backend can do.
 	Can Capabilities
+}
+
+// ControlPlane is a backend's API server and storage, as faults see them.
+type ControlPlane interface {
+	// RestartAPIServer stops the API server and starts it again on the same
+	// address and storage.
+	RestartAPIServer(ctx context.Context) error
+	// Compact compacts the storage's history up to its current revision.
+	Compact(ctx context.Context) error
 }
 
 // Capability is one thing a backend may or may not be able to do.

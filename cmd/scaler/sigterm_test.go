@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,10 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/converge-lab/converge/chaos"
-	"github.com/converge-lab/converge/config"
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
@@ -64,36 +62,44 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestSIGTERMDrainsAndReleasesTheLease runs the scaler binary against the
-// envtest control plane, as the ServiceAccount config/ binds, with leader
-// election: it scales a Deployment, then a SIGTERM makes it exit 0 within
-// its grace with the Lease released.
-func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
-	cp, env := envtest.RequireRun(t, "sigterm-")
-	ctx := context.Background()
-
-	user, err := cp.AddUser(crenvtest.User{Name: config.ScalerUser, Groups: config.ScalerGroups})
+// runThroughProxy runs the scaler binary out of process, through chaos's
+// TLS proxy with the scaler's own credentials upstream and leader election
+// on, under plan: its Crash and Terminate faults become a real SIGKILL and
+// SIGTERM of the binary. It returns the process and the run's history.
+func runThroughProxy(t *testing.T, env *sim.Env, plan chaos.Plan, grace time.Duration) (*chaos.Process, *chaos.Log) {
+	t.Helper()
+	log := &chaos.Log{}
+	var proc atomic.Pointer[chaos.Process]
+	exits := make(chan chaos.Exit, 1)
+	plan.Recorder = log
+	plan.OnCrash = func() { exits <- proc.Load().Kill() }
+	plan.OnTerminate = func() { exits <- proc.Load().Terminate() }
+	inj, err := chaos.NewInjector(plan)
 	require.NoError(t, err)
-	kubeconfig, err := user.KubeConfig()
+	proxy, err := chaos.NewProxy(env.ControllerConfig, inj)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(path, kubeconfig, 0o600))
+	t.Cleanup(func() { assert.NoError(t, proxy.Close()) })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, proxy.WriteKubeconfig(kubeconfig))
 
 	health := freeAddr(t)
-	const grace = 5 * time.Second
-	var stderr bytes.Buffer
-	cmd := exec.Command(scalerBinary(t), "--kubeconfig="+path, "--leader-elect",
-		"--leader-elect-namespace=converge-system", "--leader-elect-name="+env.Namespace,
-		"--metrics-addr=0", "--health-addr="+health, "--shutdown-grace="+grace.String(), "--namespace="+env.Namespace)
-	cmd.Env = append(os.Environ(), "POD_NAME=scaler-under-test")
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var stderr syncBuffer
+	p, err := chaos.StartProcess(chaos.ProcessConfig{
+		Path: scalerBinary(t),
+		Args: []string{"--kubeconfig=" + kubeconfig, "--leader-elect",
+			"--leader-elect-namespace=converge-system", "--leader-elect-name=" + env.Namespace,
+			"--metrics-addr=0", "--health-addr=" + health, "--shutdown-grace=" + (grace / 2).String(), "--namespace=" + env.Namespace},
+		Env:      []string{"POD_NAME=scaler-under-test"},
+		Stderr:   &stderr,
+		Grace:    grace,
+		Recorder: log,
+	})
+	require.NoError(t, err)
+	proc.Store(p)
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		p.Kill()
 		if t.Failed() {
-			t.Logf("scaler stderr:\n%s", stderr.String())
+			t.Logf("scaler stderr:\n%s\nhistory: %+v", stderr.String(), log.Firings())
 		}
 	})
 	require.Eventually(t, func() bool {
@@ -104,75 +110,85 @@ func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, time.Minute, 50*time.Millisecond, "ready: synced, leading, working")
-
-	scaleWebAndWait(t, env, "the binary scaled the Deployment")
-
-	sent := time.Now()
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-exited:
-		assert.NoError(t, err, "exit status 0")
-		assert.Less(t, time.Since(sent), grace, "exited within its grace")
-	case <-time.After(2 * grace):
-		t.Fatal("the scaler did not exit after SIGTERM")
-	}
-	lease, err := env.Observer.CoordinationV1().Leases("converge-system").Get(ctx, env.Namespace, metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Empty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "Lease released")
+	return p, log
 }
 
-// TestBinaryThroughTheFaultProxy runs the scaler binary out of process
-// through chaos's TLS proxy, with the scaler's own credentials upstream: an
-// injected 409 on its first write is followed by a recomputed write, and a
-// SIGKILL ends it at once, without releasing its Lease.
+// syncBuffer is a bytes.Buffer a process may write while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func leaseHolder(t *testing.T, env *sim.Env) string {
+	t.Helper()
+	lease, err := env.Observer.CoordinationV1().Leases("converge-system").Get(context.Background(), env.Namespace, metav1.GetOptions{})
+	require.NoError(t, err)
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
+}
+
+// TestSIGTERMDrainsAndReleasesTheLease: a Terminate fault right after the
+// binary's first scale write is a real SIGTERM; the binary exits 0 within
+// its grace with its Lease released, and the exit is in the history.
+func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
+	_, env := envtest.RequireRun(t, "sigterm-")
+	const grace = 6 * time.Second
+	p, log := runThroughProxy(t, env, chaos.Plan{Injections: []chaos.Injection{{
+		Fault: chaos.Terminate(chaos.Target{Verbs: []string{"patch"}, Resource: "deployments", Name: "web"}), When: chaos.When{Nth: 1},
+	}}}, grace)
+
+	scaleWebAndWait(t, env, "the binary scaled the Deployment")
+	exit := p.Exit()
+	assert.Equal(t, 0, exit.Code, exit.String())
+	assert.Equal(t, "SIGTERM", exit.Sent)
+	assert.True(t, exit.WithinGrace, "exited %v after SIGTERM, grace %v", exit.ShutdownTime, grace)
+	assert.Empty(t, leaseHolder(t, env), "Lease released")
+
+	firings := log.Firings()
+	require.Len(t, firings, 2)
+	assert.Equal(t, "terminate", firings[0].Fault)
+	assert.Equal(t, "exit", firings[1].Fault)
+	assert.Contains(t, firings[1].Outcome, "exited with status 0")
+	t.Logf("shutdown after SIGTERM: %v", exit.ShutdownTime)
+}
+
+// TestBinaryThroughTheFaultProxy: an injected 409 on the binary's first
+// write is followed by a recomputed write, and a Crash right after that
+// write is a real SIGKILL: the process dies at once, without releasing its
+// Lease.
 func TestBinaryThroughTheFaultProxy(t *testing.T) {
 	_, env := envtest.RequireRun(t, "proxy-")
-	ctx := context.Background()
-
-	log := &chaos.Log{}
-	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, Injections: []chaos.Injection{{
-		Fault: chaos.Conflict(chaos.Target{Resource: "deployments", Name: "web"}), When: chaos.When{Nth: 1},
-	}}})
-	require.NoError(t, err)
-	proxy, err := chaos.NewProxy(env.ControllerConfig, inj)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, proxy.Close()) })
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, proxy.WriteKubeconfig(path))
-
-	health := freeAddr(t)
-	var stderr bytes.Buffer
-	cmd := exec.Command(scalerBinary(t), "--kubeconfig="+path, "--leader-elect",
-		"--leader-elect-namespace=converge-system", "--leader-elect-name="+env.Namespace,
-		"--metrics-addr=0", "--health-addr="+health, "--namespace="+env.Namespace)
-	cmd.Env = append(os.Environ(), "POD_NAME=scaler-behind-proxy")
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("scaler stderr:\n%s", stderr.String())
-		}
-	})
+	web := chaos.Target{Verbs: []string{"patch"}, Resource: "deployments", Name: "web"}
+	p, log := runThroughProxy(t, env, chaos.Plan{Injections: []chaos.Injection{
+		{Fault: chaos.Conflict(web), When: chaos.When{Nth: 1}},
+		{Fault: chaos.Crash(web), When: chaos.When{Nth: 1}}, // the first that took effect
+	}}, 5*time.Second)
 
 	scaleWebAndWait(t, env, "scaled through the proxy after the injected 409")
-	require.Len(t, log.Firings(), 1)
-	assert.Contains(t, log.Firings()[0].Outcome, "409")
+	exit := p.Exit()
+	assert.Equal(t, "killed", exit.Signal, exit.String())
+	assert.Equal(t, "SIGKILL", exit.Sent)
+	assert.Equal(t, "scaler-under-test", leaseHolder(t, env), "a killed process cannot release its Lease")
 
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	select {
-	case err := <-exited:
-		var exit *exec.ExitError
-		require.ErrorAs(t, err, &exit)
-		assert.Equal(t, -1, exit.ExitCode(), "killed by a signal")
-	case <-time.After(10 * time.Second):
-		t.Fatal("not dead after SIGKILL")
+	var faults []string
+	for _, f := range log.Firings() {
+		faults = append(faults, f.Fault+": "+f.Outcome)
 	}
-	lease, err := env.Observer.CoordinationV1().Leases("converge-system").Get(ctx, env.Namespace, metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, "scaler-behind-proxy", ptr.Deref(lease.Spec.HolderIdentity, ""), "a killed process cannot release its Lease")
+	require.Len(t, faults, 3, faults)
+	assert.Equal(t, "conflict: answered 409 Conflict", faults[0])
+	assert.Contains(t, faults[1], "crash: ")
+	assert.Equal(t, "exit: ended by signal killed "+exit.ShutdownTime.Round(time.Millisecond).String()+" after SIGKILL", faults[2])
 }
 
 // scaleWebAndWait creates a managed 2-replica Deployment "web" whose pods

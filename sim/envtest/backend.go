@@ -55,20 +55,24 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		return nil, fmt.Errorf("envtest backend: %w", err)
 	}
 	b.ns, b.observer = ns, observer
+	compaction := ""
+	if !b.cp.opts.NoWatchCache {
+		compaction = "etcd is compacted, but the API server's watch cache answers watches from recent resourceVersions itself: no 410 reaches clients (start the control plane with Options.NoWatchCache)"
+	}
 	return &sim.Env{
 		Backend:          b.Name(),
 		Namespace:        ns,
 		RESTConfig:       b.cp.AdminConfig(),
 		ControllerConfig: b.cp.ScalerConfig(),
 		Observer:         observer,
-		RestartAPIServer: b.cp.RestartAPIServer,
+		ControlPlane:     b.cp,
 		Can: sim.Capabilities{
 			sim.VirtualTime:      "real processes run in real time",
 			sim.RealAPIServer:    "",
 			sim.RealControllers:  "",
 			sim.OutOfProcess:     "",
 			sim.APIServerRestart: "",
-			sim.EtcdCompaction:   "etcd can be compacted (ControlPlane.CompactEtcd), but the API server's watch cache still serves recent resourceVersions: no 410 reaches clients yet",
+			sim.EtcdCompaction:   compaction,
 		},
 	}, nil
 }
@@ -87,25 +91,46 @@ func (b *Backend) Stop() error {
 }
 
 var (
-	sharedOnce sync.Once
-	sharedCP   *ControlPlane
-	sharedErr  error
+	sharedMu sync.Mutex
+	shared   = map[Options]*sharedPlane{}
 )
+
+type sharedPlane struct {
+	once sync.Once
+	cp   *ControlPlane
+	err  error
+}
 
 // Shared returns the control plane every run of this test binary shares,
 // starting it on first use. Main stops it.
-func Shared(ctx context.Context) (*ControlPlane, error) {
-	sharedOnce.Do(func() { sharedCP, sharedErr = StartControlPlane(ctx) })
-	return sharedCP, sharedErr
+func Shared(ctx context.Context) (*ControlPlane, error) { return SharedWith(ctx, Options{}) }
+
+// SharedWith is Shared for a control plane started with opts: one per
+// distinct opts per test binary.
+func SharedWith(ctx context.Context, opts Options) (*ControlPlane, error) {
+	sharedMu.Lock()
+	p := shared[opts]
+	if p == nil {
+		p = &sharedPlane{}
+		shared[opts] = p
+	}
+	sharedMu.Unlock()
+	p.once.Do(func() { p.cp, p.err = StartControlPlaneWith(ctx, opts) })
+	return p.cp, p.err
 }
 
-// Main runs a test binary's tests and stops the shared control plane after
+// Main runs a test binary's tests and stops the shared control planes after
 // them: call it from TestMain as os.Exit(envtest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
-	if sharedCP != nil {
-		if err := sharedCP.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "envtest: stopping the shared control plane: %v\n", err)
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	for _, p := range shared {
+		if p.cp == nil {
+			continue
+		}
+		if err := p.cp.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "envtest: stopping a shared control plane: %v\n", err)
 			if code == 0 {
 				code = 1
 			}
@@ -117,9 +142,12 @@ func Main(m *testing.M) int {
 // Require returns the shared control plane for a test, or ends the test
 // when the binaries are missing: a failure under CI (see Required), a loud
 // skip elsewhere.
-func Require(t testing.TB) *ControlPlane {
+func Require(t testing.TB) *ControlPlane { t.Helper(); return RequireWith(t, Options{}) }
+
+// RequireWith is Require for the shared control plane started with opts.
+func RequireWith(t testing.TB, opts Options) *ControlPlane {
 	t.Helper()
-	cp, err := Shared(context.Background())
+	cp, err := SharedWith(context.Background(), opts)
 	if err == nil {
 		return cp
 	}
@@ -135,7 +163,14 @@ func Require(t testing.TB) *ControlPlane {
 // ends.
 func RequireRun(t testing.TB, prefix string) (*ControlPlane, *sim.Env) {
 	t.Helper()
-	cp := Require(t)
+	return RequireRunWith(t, prefix, Options{})
+}
+
+// RequireRunWith is RequireRun on the shared control plane started with
+// opts.
+func RequireRunWith(t testing.TB, prefix string, opts Options) (*ControlPlane, *sim.Env) {
+	t.Helper()
+	cp := RequireWith(t, opts)
 	b, err := NewBackend(cp, prefix)
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,10 @@
 // under setpriv --pdeathsig, the controller manager with Pdeathsig in its own
 // process group. RestartAPIServer stops kube-apiserver and starts it again
 // on the same port, certificates and etcd; CompactEtcd compacts etcd's
-// history. Limits: the API server's watch cache still serves recent
-// resourceVersions after a compaction (as on a real cluster); the binaries
-// are Linux-tested only.
+// history. The API server's watch cache answers recent resourceVersions
+// after a compaction, as on a real cluster; a control plane started with
+// Options.NoWatchCache lets etcd's 410 reach clients. The binaries are
+// Linux-tested only.
 package envtest
 
 import (
@@ -50,6 +51,8 @@ type ControlPlane struct {
 	admin  *rest.Config
 	scaler *rest.Config
 
+	opts Options
+
 	// Timings of the start, for benchmarks and logs.
 	BootTime time.Duration
 
@@ -60,9 +63,24 @@ type ControlPlane struct {
 	stopErr  error
 }
 
+// Options change how a control plane starts. The zero value is a control
+// plane like a real cluster's.
+type Options struct {
+	// NoWatchCache starts kube-apiserver with --watch-cache=false: lists and
+	// watches are served by etcd itself, so a compaction of etcd reaches
+	// clients as the 410 a watch from a compacted resourceVersion gets.
+	// With the cache (as on real clusters) the cache answers them.
+	NoWatchCache bool
+}
+
 // StartControlPlane starts a control plane from the binaries FindAssets
 // finds.
 func StartControlPlane(ctx context.Context) (cp *ControlPlane, err error) {
+	return StartControlPlaneWith(ctx, Options{})
+}
+
+// StartControlPlaneWith is StartControlPlane with options.
+func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	began := time.Now()
 	assets, err := FindAssets()
 	if err != nil {
@@ -94,6 +112,10 @@ func StartControlPlane(ctx context.Context) (cp *ControlPlane, err error) {
 			Etcd:      &crenvtest.Etcd{Path: etcd},
 		},
 	}
+	if opts.NoWatchCache {
+		cp.env.ControlPlane.APIServer.Configure().Set("watch-cache", "false")
+	}
+	cp.opts = opts
 	if cp.admin, err = cp.env.Start(); err != nil {
 		return nil, fmt.Errorf("envtest: starting kube-apiserver and etcd: %w", err)
 	}

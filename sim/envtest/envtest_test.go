@@ -243,7 +243,7 @@ func TestAPIServerRestartBreaksAndRestoresWatches(t *testing.T) {
 	before := watches
 	mu.Unlock()
 
-	require.NoError(t, env.RestartAPIServer(ctx))
+	require.NoError(t, env.ControlPlane.RestartAPIServer(ctx))
 	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, deployment("after", 2), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 2 }, time.Minute, 50*time.Millisecond,

@@ -1,0 +1,217 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ControlPlane is what the control-plane faults act on: the backend's API
+// server and etcd. The envtest backend has both.
+type ControlPlane interface {
+	// RestartAPIServer stops the API server and starts it again on the same
+	// address and storage.
+	RestartAPIServer(ctx context.Context) error
+	// Compact compacts the storage's history up to its current revision.
+	Compact(ctx context.Context) error
+}
+
+// APIServerRestart restarts the API server (Plan.ControlPlane): every watch
+// of every client breaks, requests are refused while it is down, and
+// watches resume against a watch cache that starts afresh, as after a
+// control-plane upgrade.
+//
+// Like every control-plane fault it fires in one of two ways. With a Target
+// it is a trigger: right after the matching request of the client it is
+// installed in ("restart the API server after the scaler's first PATCH").
+// With no Target it is a schedule: at When.After from the start of the run
+// (Injector.Start), again every When.Every if set, up to When.Count firings
+// and before When.Until.
+func APIServerRestart(t Target) Fault { return apiServerRestart{t: t} }
+
+type apiServerRestart struct {
+	controlPlaneOnly
+	t Target
+}
+
+func (f apiServerRestart) Name() string   { return "apiserver-restart" }
+func (f apiServerRestart) Target() Target { return f.t }
+func (f apiServerRestart) apply(ctx context.Context, cp ControlPlane, _ *Injector) (string, error) {
+	began := time.Now()
+	if err := cp.RestartAPIServer(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("API server restarted in %v", time.Since(began).Round(time.Millisecond)), nil
+}
+
+// Compaction compacts the storage's history (Plan.ControlPlane) and then
+// ends the open watch streams of the client it is installed in, as a watch
+// timeout does. Open watches survive a compaction, so they are ended to make
+// the client watch again from the resourceVersion it last saw, which is now
+// compacted: the 410 it meets comes from the server, not from this package.
+// An API server whose watch cache still holds that resourceVersion answers
+// from the cache instead (see the envtest backend's Options.NoWatchCache).
+// It fires as APIServerRestart does.
+func Compaction(t Target) Fault { return compaction{t: t} }
+
+type compaction struct {
+	controlPlaneOnly
+	t Target
+}
+
+func (f compaction) Name() string   { return "compaction" }
+func (f compaction) Target() Target { return f.t }
+func (f compaction) apply(ctx context.Context, cp ControlPlane, inj *Injector) (string, error) {
+	if err := cp.Compact(ctx); err != nil {
+		return "", err
+	}
+	n := inj.watches.breakAll()
+	return fmt.Sprintf("storage compacted; %d open watch streams broken", n), nil
+}
+
+// controlPlaneFault acts on the server, not on one request.
+type controlPlaneFault interface {
+	Fault
+	apply(ctx context.Context, cp ControlPlane, inj *Injector) (outcome string, err error)
+}
+
+// controlPlaneOnly is embedded by the control-plane faults: they need a
+// Plan.ControlPlane, which a fake clientset has not.
+type controlPlaneOnly struct{}
+
+func (controlPlaneOnly) Available(l Layer) error {
+	if l == Fake {
+		return errors.New("the fake clientset has no API server to restart and no etcd to compact")
+	}
+	return nil
+}
+
+// applyTimeout bounds one control-plane fault; a restart takes seconds.
+const applyTimeout = 2 * time.Minute
+
+// fireControlPlane applies injection i, recording it as fired at at. It
+// runs in its own goroutine, so the request that triggered it returns
+// first.
+func (inj *Injector) fireControlPlane(i int, at time.Time, request string) {
+	inj.pending.Add(1)
+	go func() {
+		defer inj.pending.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
+		defer cancel()
+		f := inj.plan.Injections[i].Fault.(controlPlaneFault)
+		outcome, err := f.apply(ctx, inj.plan.ControlPlane, inj)
+		if err != nil {
+			outcome = "failed: " + err.Error()
+		}
+		inj.record(i, at, request, outcome)
+	}()
+}
+
+// Start runs the scheduled control-plane faults (those with no Target) until
+// ctx ends. Call it once, at the start of the run; a plan without such
+// faults needs no Start.
+func (inj *Injector) Start(ctx context.Context) {
+	for i, in := range inj.plan.Injections {
+		if _, ok := in.Fault.(controlPlaneFault); !ok || !in.Fault.Target().IsZero() {
+			continue
+		}
+		inj.pending.Add(1)
+		go func() {
+			defer inj.pending.Done()
+			inj.schedule(ctx, i)
+		}()
+	}
+}
+
+func (inj *Injector) schedule(ctx context.Context, i int) {
+	w := inj.plan.Injections[i].When
+	next := w.After
+	for {
+		wait := next - inj.clock.Since(inj.start)
+		select {
+		case <-ctx.Done():
+			return
+		case <-inj.clock.After(max(wait, 0)):
+		}
+		if w.Until > 0 && inj.clock.Since(inj.start) >= w.Until {
+			return
+		}
+		if inj.fires(i) {
+			inj.fireControlPlane(i, inj.clock.Now(), "schedule")
+		}
+		if w.Every <= 0 || (w.Count > 0 && inj.firings(i) >= w.Count) {
+			return
+		}
+		next += w.Every
+	}
+}
+
+// Wait blocks until every control-plane fault that fired has been applied
+// and recorded, and, once ctx passed to Start has ended, until the schedules
+// have stopped.
+func (inj *Injector) Wait() { inj.pending.Wait() }
+
+// openWatches are the watch streams open through an injector, for
+// Compaction to break.
+type openWatches struct {
+	mu     sync.Mutex
+	bodies map[*trackedBody]struct{}
+}
+
+func (o *openWatches) track(body io.ReadCloser) io.ReadCloser {
+	b := &trackedBody{ReadCloser: body, owner: o}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.bodies == nil {
+		o.bodies = map[*trackedBody]struct{}{}
+	}
+	o.bodies[b] = struct{}{}
+	return b
+}
+
+// breakAll ends every open stream as the server ends a watch that timed
+// out: cleanly, so the client watches again from the resourceVersion it
+// last saw instead of starting over with a list.
+func (o *openWatches) breakAll() int {
+	o.mu.Lock()
+	bodies := make([]*trackedBody, 0, len(o.bodies))
+	for b := range o.bodies {
+		bodies = append(bodies, b)
+	}
+	o.mu.Unlock()
+	for _, b := range bodies {
+		b.ended.Store(true)
+		_ = b.Close()
+	}
+	return len(bodies)
+}
+
+type trackedBody struct {
+	io.ReadCloser
+	owner *openWatches
+	ended atomic.Bool
+	once  sync.Once
+	err   error
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && b.ended.Load() {
+		return n, io.EOF
+	}
+	return n, err
+}
+
+func (b *trackedBody) Close() error {
+	b.once.Do(func() {
+		b.owner.mu.Lock()
+		delete(b.owner.bodies, b)
+		b.owner.mu.Unlock()
+		b.err = b.ReadCloser.Close()
+	})
+	return b.err
+}
