@@ -4,13 +4,22 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help build test lint bench assets kind-chaos clean
+.PHONY: help demo build test lint bench assets chaos kind-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build the binaries into bin/
+demo: build ## the scenario catalogue on the fake backend (no cluster, no binaries); prints where the results are
+	@rm -rf $(BIN)/demo
+	$(BIN)/converge run --backend fake --seeds 1 --report $(BIN)/demo --junit $(BIN)/demo/junit.xml
+
+chaos: build assets ## the scenario catalogue on envtest (a real kube-apiserver, etcd and kube-controller-manager)
+	@rm -rf $(BIN)/chaos
+	$(BIN)/converge run --backend envtest --seeds 1 --report $(BIN)/chaos --junit $(BIN)/chaos/junit.xml
+
+build: ## build the binaries and the compiled scenario tests into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) test -c -o $(BIN)/converge-scenarios.test ./scenarios
 
 test: assets lint ## vet, format check and every test with the race detector, envtest included
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)

@@ -140,7 +140,7 @@ func (inj *Injector) schedule(ctx context.Context, i int) {
 		if w.Until > 0 && inj.clock.Since(inj.start) >= w.Until {
 			return
 		}
-		if inj.fires(i) {
+		if inj.fires(i, "schedule") {
 			inj.fireControlPlane(i, inj.clock.Now(), "schedule")
 		}
 		if w.Every <= 0 || (w.Count > 0 && inj.firings(i) >= w.Count) {

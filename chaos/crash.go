@@ -54,16 +54,16 @@ func (inj *Injector) Crashed() bool { return inj.fence.down.Load() }
 // Crash that fires fences the injector and calls OnCrash.
 func (inj *Injector) after(r Request) {
 	for i, in := range inj.plan.Injections {
-		if _, ok := in.Fault.(controlPlaneFault); ok && !in.Fault.Target().IsZero() && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i) {
+		if _, ok := in.Fault.(controlPlaneFault); ok && !in.Fault.Target().IsZero() && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i, r.String()) {
 			inj.fireControlPlane(i, inj.clock.Now(), r.String())
 		}
-		if _, ok := in.Fault.(terminate); ok && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i) {
+		if _, ok := in.Fault.(terminate); ok && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i, r.String()) {
 			inj.record(i, inj.clock.Now(), r.String(), "instance asked to terminate")
 			if inj.plan.OnTerminate != nil {
 				go inj.plan.OnTerminate()
 			}
 		}
-		if _, ok := in.Fault.(crash); !ok || !in.Fault.Target().Matches(r) || inj.Crashed() || !inj.fires(i) {
+		if _, ok := in.Fault.(crash); !ok || !in.Fault.Target().Matches(r) || inj.Crashed() || !inj.fires(i, r.String()) {
 			continue
 		}
 		inj.fence.down.Store(true)

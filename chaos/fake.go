@@ -95,7 +95,7 @@ func (inj *Injector) react(a k8stesting.Action, chain []k8stesting.Reactor) (boo
 func (inj *Injector) requestFaults(r Request) error {
 	for i, in := range inj.plan.Injections {
 		f, isRequest := in.Fault.(requestFault)
-		if !isRequest || !in.Fault.Target().Matches(r) || !inj.fires(i) {
+		if !isRequest || !in.Fault.Target().Matches(r) || !inj.fires(i, r.String()) {
 			continue
 		}
 		at := inj.clock.Now()
@@ -226,10 +226,7 @@ func (f serverError) fakeError(Request) error {
 	return apierrors.NewGenericServerResponse(f.code, "", schema.GroupResource{}, "", "converge: injected server error", f.retryAfter, true)
 }
 
-func (f latency) fakeError(Request) error {
-	time.Sleep(f.d) // the reactor is the request: it is what is slow
-	return nil
-}
+func (f latency) fakeError(Request) error { return nil } // refused by InstallFake
 
 func (f partition) fakeError(Request) error { return f.refuse("fake") }
 

@@ -156,9 +156,17 @@ func (f serverError) respond(*http.Request, Request) (*http.Response, error) {
 func Latency(t Target, d time.Duration) Fault { return latency{t: t, d: d} }
 
 type latency struct {
-	everywhere
 	t Target
 	d time.Duration
+}
+
+// Available: not on the fake layer, where a reactor runs under the
+// clientset's lock.
+func (latency) Available(l Layer) error {
+	if l == Fake {
+		return errors.New("a fake clientset's reactor runs under its lock: a delay there stalls every other call of that client, and in a synctest bubble goroutines waiting on a mutex keep virtual time from advancing")
+	}
+	return nil
 }
 
 func (f latency) Name() string   { return "latency" }

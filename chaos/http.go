@@ -42,7 +42,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for i, in := range t.inj.plan.Injections {
 		f, isRequest := in.Fault.(requestFault)
-		if !isRequest || !in.Fault.Target().Matches(r) || !t.inj.fires(i) {
+		if !isRequest || !in.Fault.Target().Matches(r) || !t.inj.fires(i, r.String()) {
 			continue
 		}
 		at := t.inj.clock.Now()
@@ -82,7 +82,7 @@ func (inj *Injector) eventAction(injections []int, eventType string, object Requ
 			continue
 		}
 		a := wf.onEvent(eventType)
-		if a == (frameAction{}) || !inj.fires(i) {
+		if a == (frameAction{}) || !inj.fires(i, eventType+" "+object.String()) {
 			continue
 		}
 		inj.record(i, inj.clock.Now(), eventType+" "+object.String(), describe(a))

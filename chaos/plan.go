@@ -3,6 +3,7 @@ package chaos
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -90,6 +91,18 @@ type Plan struct {
 	// ControlPlane is what APIServerRestart and Compaction act on; plans
 	// with those faults need one.
 	ControlPlane ControlPlane
+	// Shared, when set, makes every injector built from plans with the same
+	// injections count matches and firings together and measure windows
+	// from one start: one injector per controller instance, and "the first
+	// PATCH" means the first of any instance.
+	Shared *Shared
+}
+
+// Shared is the state injectors of one run share; its zero value is ready.
+type Shared struct {
+	once  sync.Once
+	start time.Time
+	state []*injectionState
 }
 
 // Injector applies a plan; it is shared by every client it is installed in.
@@ -108,7 +121,7 @@ type injectionState struct {
 	mu      sync.Mutex
 	matches int
 	fires   int
-	rng     *rand.Rand
+	seen    map[string]uint64 // matches per request, for the draws
 }
 
 // NewInjector validates plan and starts its clock.
@@ -148,22 +161,35 @@ func NewInjector(plan Plan) (*Injector, error) {
 		plan.Clock = clock.RealClock{}
 	}
 	inj := &Injector{plan: plan, clock: plan.Clock, start: plan.Clock.Now()}
-	for i := range plan.Injections {
-		inj.state = append(inj.state, &injectionState{rng: rand.New(rand.NewPCG(plan.Seed, uint64(i)))})
+	for range plan.Injections {
+		inj.state = append(inj.state, &injectionState{seen: map[string]uint64{}})
+	}
+	if sh := plan.Shared; sh != nil {
+		sh.once.Do(func() { sh.start, sh.state = inj.start, inj.state })
+		if len(sh.state) != len(inj.state) {
+			return nil, fmt.Errorf("chaos: a shared plan must have the same injections (%d, not %d)", len(sh.state), len(inj.state))
+		}
+		inj.start, inj.state = sh.start, sh.state
 	}
 	return inj, nil
 }
 
-// fires counts a match of injection i and reports whether it fires.
-func (inj *Injector) fires(i int) bool {
+// fires counts a match of injection i by the request (or watched object)
+// key and reports whether it fires.
+func (inj *Injector) fires(i int, key string) bool {
 	w := inj.plan.Injections[i].When
 	s := inj.state[i]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.matches++
-	// The draw happens on every match, so the sequence of draws, and with
-	// it every firing, depends only on the seed and the order of matches.
-	draw := s.rng.Float64()
+	// The draw depends on the seed, the injection, the request and how
+	// many times that request matched before, not on the order in which
+	// concurrent workers' requests arrive: the k-th PATCH of web-1 meets
+	// the same draw in every run with the seed.
+	s.seen[key]++
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s\x00%d", i, key, s.seen[key])
+	draw := rand.New(rand.NewPCG(inj.plan.Seed, h.Sum64())).Float64()
 	elapsed := inj.clock.Since(inj.start)
 	switch {
 	case elapsed < w.After, w.Until > 0 && elapsed >= w.Until:

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -75,6 +76,49 @@ func TestSameSeedSameFirings(t *testing.T) {
 	assert.Equal(t, a, b, "same seed, same requests answered")
 	assert.NotEqual(t, a, c, "another seed, another schedule")
 	assert.InDelta(t, 500, len(a), 60)
+}
+
+// The draw for a request depends on the request and how often it came
+// before, not on the order in which concurrent clients' requests arrive: the
+// k-th PATCH of web-3 meets the same fate whether the workers ran in turn or
+// all at once.
+func TestSameSeedSameFiringsWhateverTheOrder(t *testing.T) {
+	const keys, perKey = 8, 25
+	decide := func(concurrent bool) map[string][]bool {
+		inj, err := chaos.NewInjector(chaos.Plan{Seed: 42, Injections: []chaos.Injection{{
+			Fault: chaos.Conflict(chaos.Target{Resource: "deployments"}), When: chaos.When{Probability: 0.5}}}})
+		require.NoError(t, err)
+		rt := inj.Wrap(roundTripperFunc(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+		}))
+		var mu sync.Mutex
+		out := map[string][]bool{}
+		worker := func(name string) {
+			for range perKey {
+				req := httptest.NewRequest(http.MethodPatch, "https://k8s/apis/apps/v1/namespaces/a/deployments/"+name, http.NoBody)
+				resp, err := rt.RoundTrip(req)
+				require.NoError(t, err)
+				mu.Lock()
+				out[name] = append(out[name], resp.StatusCode == http.StatusConflict)
+				mu.Unlock()
+			}
+		}
+		var wg sync.WaitGroup
+		for k := range keys {
+			name := fmt.Sprintf("web-%d", k)
+			if concurrent {
+				wg.Go(func() { worker(name) })
+			} else {
+				worker(name)
+			}
+		}
+		wg.Wait()
+		return out
+	}
+	inTurn := decide(false)
+	for range 5 {
+		assert.Equal(t, inTurn, decide(true))
+	}
 }
 
 func TestInvalidPlans(t *testing.T) {

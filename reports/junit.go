@@ -1,0 +1,101 @@
+package reports
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// JUnit XML, as Jenkins, GitLab and GitHub's test reporters read it.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     float64      `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// WriteJUnit writes one test case per result (scenario/backend/seed), in a
+// suite per backend; a failed verdict is a failure with its reasons, a run
+// that could not be carried out an error.
+func WriteJUnit(w io.Writer, results []*Result) error {
+	var out junitSuites
+	suites := map[string]int{}
+	for _, r := range results {
+		i, ok := suites[r.Backend]
+		if !ok {
+			i = len(out.Suites)
+			suites[r.Backend] = i
+			out.Suites = append(out.Suites, junitSuite{Name: "converge/" + r.Backend})
+		}
+		s := &out.Suites[i]
+		c := junitCase{
+			Name:      fmt.Sprintf("%s/%s/seed-%d", r.Scenario, r.Backend, r.Seed),
+			Classname: "converge." + r.Backend,
+			Time:      time.Duration(r.Wall).Seconds(),
+			SystemOut: "replay: " + r.Replay,
+		}
+		switch {
+		case r.Error != "":
+			c.Error = &junitMessage{Message: firstLine(r.Error), Type: "error", Body: r.Error}
+			s.Errors++
+		case !r.Pass:
+			c.Failure = &junitMessage{Message: firstLine(strings.Join(r.Reasons, "; ")), Type: "verdict",
+				Body: strings.Join(r.Reasons, "\n") + "\n\nreplay: " + r.Replay}
+			s.Failures++
+		}
+		s.Tests++
+		s.Time += c.Time
+		s.Cases = append(s.Cases, c)
+	}
+	for _, s := range out.Suites {
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Errors += s.Errors
+		out.Time += s.Time
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("reports: junit: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

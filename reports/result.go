@@ -1,0 +1,251 @@
+// Package reports is the record of a scenario run: the Result (the verdict,
+// its reasons, counters, the seed and the command that replays it) and the
+// History it was judged on, written as versioned JSON, plus JUnit XML for
+// CI systems.
+//
+// A Result is written even when the run panicked or timed out, so it can be
+// reloaded to be judged again or rendered offline. What it cannot hold: the
+// controller's own logs (they go to the run's logger), and, for a binary run
+// out of process, its queue and reconciles (nothing exposes them to the
+// harness).
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/converge-lab/converge/chaos"
+)
+
+// SchemaVersion is the version of the Result JSON. A reader refuses other
+// major versions.
+const SchemaVersion = "converge.dev/result/v1"
+
+// Result is one run of one scenario on one backend with one seed.
+type Result struct {
+	Schema   string `json:"schema"`
+	Scenario string `json:"scenario"`
+	// Description and Catches come from the scenario, for readers of the
+	// result alone.
+	Description string `json:"description,omitempty"`
+	Catches     string `json:"catches,omitempty"`
+	Backend     string `json:"backend"`
+	Seed        uint64 `json:"seed"`
+	Controller  string `json:"controller"`
+
+	Pass bool `json:"pass"`
+	// Reasons say why the run failed, one per broken invariant, missed goal
+	// or exceeded budget; empty when it passed.
+	Reasons    []string    `json:"reasons,omitempty"`
+	Violations []Violation `json:"violations,omitempty"`
+	// Converged: the goal held for the whole settle window before the
+	// deadline; TimeToConverge is from the start of the run to the first
+	// instant from which it held.
+	Converged      bool     `json:"converged"`
+	TimeToConverge Duration `json:"timeToConverge,omitempty"`
+
+	// Started is the run's start on its own clock (virtual on the fake
+	// backend); Simulated is how long the run lasted on that clock, Wall
+	// how long it took.
+	Started   time.Time `json:"started"`
+	Simulated Duration  `json:"simulated"`
+	Wall      Duration  `json:"wall"`
+
+	Counters Counters `json:"counters"`
+	History  History  `json:"history"`
+
+	// Replay is the command that runs this again with the same seed.
+	Replay string `json:"replay"`
+	// Versions of what ran.
+	Versions map[string]string `json:"versions,omitempty"`
+	// Error is set when the run could not be carried out (not a verdict on
+	// the controller): a bad scenario, a backend that did not start, a
+	// panic in the harness.
+	Error string `json:"error,omitempty"`
+}
+
+// Violation is the first breach of one invariant.
+type Violation struct {
+	Invariant string    `json:"invariant"`
+	At        time.Time `json:"at"`
+	Object    string    `json:"object,omitempty"`
+	Request   string    `json:"request,omitempty"`
+	Detail    string    `json:"detail"`
+}
+
+// Counters are the run's totals.
+type Counters struct {
+	// Requests by the controller under test, by verb, as it saw them
+	// (injected answers included).
+	RequestsByVerb map[string]int `json:"requestsByVerb"`
+	// RequestsByCode by HTTP status code ("200", "409", ...; "error" for a
+	// refused connection).
+	RequestsByCode map[string]int `json:"requestsByCode"`
+	// Writes are the controller's successful writes per Deployment, Needed
+	// the writes its final state needed (one per replica change).
+	Writes map[string]int `json:"writes"`
+	Needed map[string]int `json:"needed"`
+	// Reconciles and Retries of every instance together; -1 when the
+	// controller does not expose them.
+	Reconciles int64 `json:"reconciles"`
+	Retries    int64 `json:"retries"`
+	Faults     int   `json:"faults"`
+	Instances  int   `json:"instances"`
+}
+
+// History is everything the verdict was made on, in time order per kind.
+type History struct {
+	Requests []Request      `json:"requests"`
+	Events   []WatchEvent   `json:"events"`
+	Faults   []chaos.Firing `json:"faults"`
+	States   []State        `json:"states"`
+	Samples  []Sample       `json:"samples"`
+	// Log is what the harness did: instances started and stopped,
+	// convergence reached or lost.
+	Log []Entry `json:"log"`
+}
+
+// Request is one request of the controller under test.
+type Request struct {
+	At       time.Time `json:"at"`
+	Instance int       `json:"instance"`
+	Verb     string    `json:"verb"`
+	Resource string    `json:"resource"`
+	Name     string    `json:"name,omitempty"`
+	// Code is the HTTP status the controller got; 0 for a refused
+	// connection or a cancelled request.
+	Code  int    `json:"code"`
+	Error string `json:"error,omitempty"`
+}
+
+// String is "patch deployments/web-1 -> 409".
+func (r Request) String() string {
+	obj := r.Resource
+	if r.Name != "" {
+		obj += "/" + r.Name
+	}
+	return fmt.Sprintf("%s %s -> %d", r.Verb, obj, r.Code)
+}
+
+// WatchEvent is a change the observer (an unfaulted client) saw.
+type WatchEvent struct {
+	At       time.Time `json:"at"`
+	Type     string    `json:"type"` // ADDED, MODIFIED, DELETED
+	Resource string    `json:"resource"`
+	Name     string    `json:"name"`
+	RV       string    `json:"rv"`
+}
+
+// State is a managed Deployment as the observer saw it, sampled on change.
+type State struct {
+	At         time.Time `json:"at"`
+	Deployment string    `json:"deployment"`
+	Desired    int32     `json:"desired"`
+	Ready      int32     `json:"ready"`
+	Pods       int32     `json:"pods"`
+	Max        int32     `json:"max"`
+}
+
+// Sample is the controller's inside, sampled on change.
+type Sample struct {
+	At         time.Time `json:"at"`
+	QueueDepth int       `json:"queueDepth"`
+	Reconciles int64     `json:"reconciles"`
+	Retries    int64     `json:"retries"`
+}
+
+// Entry is one thing the harness did.
+type Entry struct {
+	At   time.Time `json:"at"`
+	What string    `json:"what"`
+}
+
+// Duration is a time.Duration written as "1m30s".
+type Duration time.Duration
+
+// MarshalJSON writes d as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string like \"1m30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// FileName is where a result goes in a report folder.
+func (r *Result) FileName() string {
+	return fmt.Sprintf("%s_%s_%d.json", r.Scenario, r.Backend, r.Seed)
+}
+
+// Write writes r into dir as FileName, atomically, and returns the path.
+func Write(dir string, r *Result) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("reports: encoding %s: %w", r.FileName(), err)
+	}
+	path := filepath.Join(dir, r.FileName())
+	tmp, err := os.CreateTemp(dir, ".result-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	return path, os.Rename(tmp.Name(), path)
+}
+
+// Read reads a result file.
+func Read(path string) (*Result, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("reports: %s: %w", path, err)
+	}
+	if r.Schema != SchemaVersion {
+		return nil, fmt.Errorf("reports: %s: schema %q, this converge reads %q", path, r.Schema, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// ReadDir reads every result file in dir, sorted by file name.
+func ReadDir(dir string) ([]*Result, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*Result
+	var errs []error
+	for _, p := range paths {
+		r, err := Read(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}

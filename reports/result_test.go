@@ -1,0 +1,78 @@
+package reports_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
+)
+
+func sample(name string, pass bool) *reports.Result {
+	r := &reports.Result{Schema: reports.SchemaVersion, Scenario: name, Backend: "fake", Seed: 3, Pass: pass,
+		Wall: reports.Duration(1500 * time.Millisecond), Replay: "go test ./scenarios -run x",
+		History: reports.History{Faults: []chaos.Firing{{Fault: "conflict", Request: "patch deployments a/web-0", Outcome: "answered 409"}}}}
+	if !pass {
+		r.Reasons = []string{"invariant never-scales-down broken at 3s: <b>web-0</b> went from 4 to 2", "budget: 9 writes"}
+	}
+	return r
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	in := sample("baseline", false)
+	path, err := reports.Write(dir, in)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "baseline_fake_3.json"), path)
+	out, err := reports.Read(path)
+	require.NoError(t, err)
+	assert.Equal(t, in, out)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"wall": "1.5s"`, "durations are written as Go durations")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"schema":"converge.dev/result/v9"}`), 0o644))
+	all, err := reports.ReadDir(dir)
+	assert.ErrorContains(t, err, `schema "converge.dev/result/v9", this converge reads "converge.dev/result/v1"`)
+	assert.Len(t, all, 1, "the readable results are still returned")
+}
+
+func TestJUnit(t *testing.T) {
+	errored := sample("partition", false)
+	errored.Error = "starting the envtest backend: no assets"
+	var buf bytes.Buffer
+	require.NoError(t, reports.WriteJUnit(&buf, []*reports.Result{sample("baseline", true), sample("tombstone", false), errored}))
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+					Body    string `xml:",chardata"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(buf.Bytes(), &doc), buf.String())
+	assert.Equal(t, 3, doc.Tests)
+	assert.Equal(t, 1, doc.Failures)
+	assert.Equal(t, 1, doc.Errors)
+	require.Len(t, doc.Suites, 1)
+	assert.Equal(t, "converge/fake", doc.Suites[0].Name)
+	c := doc.Suites[0].Cases[1]
+	assert.Equal(t, "tombstone/fake/seed-3", c.Name)
+	require.NotNil(t, c.Failure)
+	assert.Contains(t, c.Failure.Message, "<b>web-0</b>", "escaped in the XML, intact once read")
+	assert.Contains(t, c.Failure.Body, "replay: go test ./scenarios -run x")
+}

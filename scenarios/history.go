@@ -1,0 +1,89 @@
+package scenarios
+
+import (
+	"sync"
+	"time"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
+)
+
+// history records a run as it happens. It is the chaos plans' Recorder.
+type history struct {
+	mu         sync.Mutex
+	h          reports.History
+	violations []reports.Violation
+	broken     map[string]bool
+	writes     map[string]int // successful writes of the controller per Deployment
+}
+
+var _ chaos.Recorder = (*history)(nil)
+
+func newHistory() *history {
+	return &history{broken: map[string]bool{}, writes: map[string]int{},
+		h: reports.History{Requests: []reports.Request{}, Events: []reports.WatchEvent{}, Faults: []chaos.Firing{},
+			States: []reports.State{}, Samples: []reports.Sample{}, Log: []reports.Entry{}}}
+}
+
+// Record keeps a fault's firing.
+func (h *history) Record(f chaos.Firing) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.h.Faults = append(h.h.Faults, f)
+}
+
+func (h *history) request(q reports.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.h.Requests = append(h.h.Requests, q)
+}
+
+func (h *history) wrote(deployment string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.writes[deployment]++
+}
+
+func (h *history) event(e reports.WatchEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.h.Events = append(h.h.Events, e)
+}
+
+func (h *history) state(s reports.State) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.h.States = append(h.h.States, s)
+}
+
+// sample keeps s if it differs from the last sample.
+func (h *history) sample(s reports.Sample) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := len(h.h.Samples); n > 0 {
+		last := h.h.Samples[n-1]
+		if last.QueueDepth == s.QueueDepth && last.Reconciles == s.Reconciles && last.Retries == s.Retries {
+			return
+		}
+	}
+	h.h.Samples = append(h.h.Samples, s)
+}
+
+func (h *history) log(at time.Time, what string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: what})
+}
+
+// violate records the first breach of an invariant; later ones of the same
+// invariant only count in the log.
+func (h *history) violate(invariant string, at time.Time, object, request, detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.broken[invariant] {
+		return
+	}
+	h.broken[invariant] = true
+	h.violations = append(h.violations, reports.Violation{Invariant: invariant, At: at, Object: object, Request: request, Detail: detail})
+	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: "invariant " + invariant + " broken: " + detail})
+}

@@ -1,0 +1,274 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/sim/world"
+)
+
+// Duration is a time.Duration written as "30s" in scenario files.
+type Duration = reports.Duration
+
+// Scenario is one situation the controller must converge from. It is data:
+// the same struct as a YAML file (see Parse).
+type Scenario struct {
+	// Name is unique in a catalogue, lower-case words joined by dashes.
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Catches names the broken behaviour a failure of this scenario
+	// reveals.
+	Catches string `json:"catches"`
+	// Backends it runs on: fake, envtest, cluster. Empty means fake and
+	// envtest.
+	Backends []string `json:"backends,omitempty"`
+
+	Workload  Workload  `json:"workload"`
+	Readiness Readiness `json:"readiness,omitempty"`
+	// Faults are injected into the controller's clients (and, for
+	// apiserver-restart and compaction, into the control plane).
+	Faults []chaos.Spec `json:"faults,omitempty"`
+	// Interference is what other actors do meanwhile.
+	Interference Interference   `json:"interference,omitempty"`
+	Controller   ControllerSpec `json:"controller,omitempty"`
+	Timing       Timing         `json:"timing,omitempty"`
+	Budgets      Budgets        `json:"budgets,omitempty"`
+}
+
+// Workload is the Deployments the harness creates at the start.
+type Workload struct {
+	// Deployments managed by the scaler (labelled), named <prefix>-<i>.
+	// Zero means 1.
+	Deployments int `json:"deployments,omitempty"`
+	// Prefix of their names. Empty means "web".
+	Prefix string `json:"prefix,omitempty"`
+	// Replicas each starts with. Zero means 2.
+	Replicas int32 `json:"replicas,omitempty"`
+	// MaxReplicas is each one's max-replicas annotation. Zero means 16.
+	MaxReplicas int32 `json:"maxReplicas,omitempty"`
+	// Unmanaged Deployments (no opt-in label), which the scaler must never
+	// write, named <prefix>-unmanaged-<i>.
+	Unmanaged int `json:"unmanaged,omitempty"`
+	// Labels added to every Deployment and its pods.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Image of the pod template. Empty means registry.invalid/app:1.
+	Image string `json:"image,omitempty"`
+}
+
+// Readiness is the world's readiness model (world.Model) as a file writes
+// it.
+type Readiness struct {
+	Kind     string   `json:"kind,omitempty"`
+	Delay    Duration `json:"delay,omitempty"`
+	Jitter   Duration `json:"jitter,omitempty"`
+	Fraction float64  `json:"fraction,omitempty"`
+	Period   Duration `json:"period,omitempty"`
+	PerNode  int      `json:"perNode,omitempty"`
+}
+
+// Model is r as the world takes it; the zero Readiness is ready after 2s.
+func (r Readiness) Model() world.Model {
+	if r == (Readiness{}) {
+		return world.Model{Kind: world.ReadyAfterDelay, Delay: 2 * time.Second}
+	}
+	return world.Model{Kind: r.Kind, Delay: time.Duration(r.Delay), Jitter: time.Duration(r.Jitter),
+		Fraction: r.Fraction, Period: time.Duration(r.Period), PerNode: r.PerNode}
+}
+
+// Interference is what actors other than the controller do during the run.
+type Interference struct {
+	// LabelEditsEvery: a second writer edits a label of one managed
+	// Deployment (round robin) this often, competing with the controller's
+	// writes. Zero means never.
+	LabelEditsEvery Duration `json:"labelEditsEvery,omitempty"`
+	// LabelEditsUntil stops the second writer. Zero means half the
+	// deadline.
+	LabelEditsUntil Duration `json:"labelEditsUntil,omitempty"`
+	// PodDeletionsEvery: an evictor deletes one pod of a managed
+	// Deployment (round robin) this often, until LabelEditsUntil's
+	// counterpart PodDeletionsUntil. Zero means never.
+	PodDeletionsEvery Duration `json:"podDeletionsEvery,omitempty"`
+	// PodDeletionsUntil stops the evictor. Zero means half the deadline.
+	PodDeletionsUntil Duration `json:"podDeletionsUntil,omitempty"`
+}
+
+// ControllerSpec is how the controller under test runs.
+type ControllerSpec struct {
+	// Instances run side by side; more than one elects a leader. Zero
+	// means 1.
+	Instances int `json:"instances,omitempty"`
+	// Cooldown between two scale-ups of one Deployment. Zero means 10s.
+	Cooldown Duration `json:"cooldown,omitempty"`
+	// RestartAfter: an instance ended by a crash or terminate fault is
+	// replaced this long after. Zero means 5s.
+	RestartAfter Duration `json:"restartAfter,omitempty"`
+	// LeaseDuration of leader election. Zero means 15s.
+	LeaseDuration Duration `json:"leaseDuration,omitempty"`
+}
+
+// Timing bounds the run.
+type Timing struct {
+	// Deadline: the goal must have held for Settle before it. Zero means
+	// 5m.
+	Deadline Duration `json:"deadline,omitempty"`
+	// Settle is how long the goal must hold. Zero means 30s.
+	Settle Duration `json:"settle,omitempty"`
+}
+
+// Budgets fail a run that converged too expensively. Zero means no budget.
+type Budgets struct {
+	// WritesPerDeployment caps the controller's successful writes of any
+	// one Deployment.
+	WritesPerDeployment int `json:"writesPerDeployment,omitempty"`
+	// WriteAmplification caps writes divided by the writes needed (one per
+	// replica change), per Deployment.
+	WriteAmplification float64 `json:"writeAmplification,omitempty"`
+	// Reconciles caps the reconciles of all instances together.
+	Reconciles int64 `json:"reconciles,omitempty"`
+	// Requests caps the controller's requests by verb ("list": 10).
+	Requests map[string]int `json:"requests,omitempty"`
+}
+
+// Backends.
+const (
+	Fake    = "fake"
+	Envtest = "envtest"
+	Cluster = "cluster"
+)
+
+// withDefaults returns s with its zero values filled.
+func (s Scenario) withDefaults() Scenario {
+	if len(s.Backends) == 0 {
+		s.Backends = []string{Fake, Envtest}
+	}
+	w := &s.Workload
+	w.Deployments = or(w.Deployments, 1)
+	w.Prefix = or(w.Prefix, "web")
+	w.Replicas = or(w.Replicas, 2)
+	w.MaxReplicas = or(w.MaxReplicas, 16)
+	w.Image = or(w.Image, "registry.invalid/app:1")
+	c := &s.Controller
+	c.Instances = or(c.Instances, 1)
+	c.Cooldown = or(c.Cooldown, Duration(10*time.Second))
+	c.RestartAfter = or(c.RestartAfter, Duration(5*time.Second))
+	c.LeaseDuration = or(c.LeaseDuration, Duration(15*time.Second))
+	s.Timing.Deadline = or(s.Timing.Deadline, Duration(5*time.Minute))
+	s.Timing.Settle = or(s.Timing.Settle, Duration(30*time.Second))
+	if s.Interference.LabelEditsEvery > 0 && s.Interference.LabelEditsUntil == 0 {
+		s.Interference.LabelEditsUntil = s.Timing.Deadline / 2
+	}
+	if s.Interference.PodDeletionsEvery > 0 && s.Interference.PodDeletionsUntil == 0 {
+		s.Interference.PodDeletionsUntil = s.Timing.Deadline / 2
+	}
+	return s
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// fieldError is a validation error at a field path ("workload.replicas"),
+// which Parse turns into a file line.
+type fieldError struct {
+	path string
+	msg  string
+}
+
+func (e fieldError) Error() string { return e.path + ": " + e.msg }
+
+// Validate checks every field and returns all that is wrong.
+func (s Scenario) Validate() error {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, fieldError{path, fmt.Sprintf(format, args...)})
+	}
+	if s.Name == "" {
+		bad("name", "required")
+	} else if strings.Trim(strings.ToLower(s.Name), "abcdefghijklmnopqrstuvwxyz0123456789-") != "" || s.Name != strings.ToLower(s.Name) {
+		bad("name", "%q: use lower-case letters, digits and dashes", s.Name)
+	}
+	if s.Catches == "" {
+		bad("catches", "say which broken behaviour this scenario catches")
+	}
+	for i, b := range s.Backends {
+		if !slices.Contains([]string{Fake, Envtest, Cluster}, b) {
+			bad(fmt.Sprintf("backends[%d]", i), "unknown backend %q (fake, envtest, cluster)", b)
+		}
+	}
+	w := s.Workload
+	switch {
+	case w.Deployments < 0 || w.Deployments > 5000:
+		bad("workload.deployments", "must be within 0..5000, got %d", w.Deployments)
+	case w.Replicas < 0:
+		bad("workload.replicas", "must not be negative, got %d", w.Replicas)
+	case w.MaxReplicas < 0:
+		bad("workload.maxReplicas", "must not be negative, got %d", w.MaxReplicas)
+	case w.Replicas > 0 && w.MaxReplicas > 0 && w.MaxReplicas < w.Replicas:
+		bad("workload.maxReplicas", "%d is below replicas %d", w.MaxReplicas, w.Replicas)
+	case w.Unmanaged < 0:
+		bad("workload.unmanaged", "must not be negative, got %d", w.Unmanaged)
+	}
+	if s.Readiness != (Readiness{}) {
+		if err := s.Readiness.Model().Validate(); err != nil {
+			bad("readiness", "%v", err)
+		}
+	}
+	for i, f := range s.Faults {
+		if _, err := f.Build(); err != nil {
+			bad(fmt.Sprintf("faults[%d]", i), "%v", err)
+		}
+	}
+	if i := s.Interference; i.LabelEditsEvery < 0 || i.LabelEditsUntil < 0 || i.PodDeletionsEvery < 0 || i.PodDeletionsUntil < 0 {
+		bad("interference", "durations must not be negative")
+	}
+	c := s.Controller
+	if c.Instances < 0 || c.Instances > 10 {
+		bad("controller.instances", "must be within 0..10, got %d", c.Instances)
+	}
+	if c.Cooldown < 0 || c.RestartAfter < 0 || c.LeaseDuration < 0 {
+		bad("controller", "durations must not be negative")
+	}
+	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 {
+		bad("timing", "durations must not be negative")
+	}
+	if d, st := s.withDefaults().Timing.Deadline, s.withDefaults().Timing.Settle; st >= d {
+		bad("timing.settle", "the settle window (%v) must be shorter than the deadline (%v)", time.Duration(st), time.Duration(d))
+	}
+	b := s.Budgets
+	if b.WritesPerDeployment < 0 || b.WriteAmplification < 0 || b.Reconciles < 0 {
+		bad("budgets", "must not be negative")
+	}
+	for verb, n := range b.Requests {
+		if n < 0 {
+			bad("budgets.requests."+verb, "must not be negative, got %d", n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunsOn reports whether the scenario runs on backend.
+func (s Scenario) RunsOn(backend string) bool {
+	return slices.Contains(s.withDefaults().Backends, backend)
+}
+
+// Plan builds the fault injections.
+func (s Scenario) injections() ([]chaos.Injection, error) {
+	var out []chaos.Injection
+	for i, f := range s.Faults {
+		in, err := f.Build()
+		if err != nil {
+			return nil, fmt.Errorf("faults[%d]: %w", i, err)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
