@@ -69,7 +69,7 @@ func (f compaction) apply(ctx context.Context, cp ControlPlane, inj *Injector) (
 	if err := cp.Compact(ctx); err != nil {
 		return "", err
 	}
-	n := inj.watches.breakAll()
+	n := inj.watches.breakAll(true, everyWatch)
 	return fmt.Sprintf("storage compacted; %d open watch streams broken", n), nil
 }
 
@@ -111,11 +111,20 @@ func (inj *Injector) fireControlPlane(i int, at time.Time, request string) {
 	}()
 }
 
-// Start runs the scheduled control-plane faults (those with no Target) until
+// Start runs the scheduled control-plane faults (those with no Target), and
+// breaks the open watches a Partition targets when its window opens, until
 // ctx ends. Call it once, at the start of the run; a plan without such
 // faults needs no Start.
 func (inj *Injector) Start(ctx context.Context) {
 	for i, in := range inj.plan.Injections {
+		if p, ok := in.Fault.(partition); ok && in.When.After > 0 {
+			inj.pending.Add(1)
+			go func() {
+				defer inj.pending.Done()
+				inj.partitionStarts(ctx, i, p)
+			}()
+			continue
+		}
 		if _, ok := in.Fault.(controlPlaneFault); !ok || !in.Fault.Target().IsZero() {
 			continue
 		}
@@ -125,6 +134,19 @@ func (inj *Injector) Start(ctx context.Context) {
 			inj.schedule(ctx, i)
 		}()
 	}
+}
+
+// partitionStarts breaks the open watch streams a partition targets when its
+// window opens: a partition kills the connections that are up, not only
+// the ones asked for later.
+func (inj *Injector) partitionStarts(ctx context.Context, i int, p partition) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-inj.clock.After(max(inj.plan.Injections[i].When.After-inj.clock.Since(inj.start), 0)):
+	}
+	n := inj.watches.breakAll(false, func(r Request) bool { return p.t.Matches(r) })
+	inj.record(i, inj.clock.Now(), "open watches", fmt.Sprintf("partition began: %d open watch streams broken", n))
 }
 
 func (inj *Injector) schedule(ctx context.Context, i int) {
@@ -156,39 +178,68 @@ func (inj *Injector) schedule(ctx context.Context, i int) {
 func (inj *Injector) Wait() { inj.pending.Wait() }
 
 // openWatches are the watch streams open through an injector, for
-// Compaction to break.
+// Compaction and Partition to break.
 type openWatches struct {
 	mu     sync.Mutex
-	bodies map[*trackedBody]struct{}
+	bodies map[*trackedBody]Request
+	fakes  map[*proxyWatch]Request
 }
 
-func (o *openWatches) track(body io.ReadCloser) io.ReadCloser {
+func (o *openWatches) track(body io.ReadCloser, r Request) io.ReadCloser {
 	b := &trackedBody{ReadCloser: body, owner: o}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.bodies == nil {
-		o.bodies = map[*trackedBody]struct{}{}
+		o.bodies = map[*trackedBody]Request{}
 	}
-	o.bodies[b] = struct{}{}
+	o.bodies[b] = r
 	return b
 }
 
-// breakAll ends every open stream as the server ends a watch that timed
-// out: cleanly, so the client watches again from the resourceVersion it
-// last saw instead of starting over with a list.
-func (o *openWatches) breakAll() int {
+func (o *openWatches) trackFake(p *proxyWatch, r Request) {
 	o.mu.Lock()
-	bodies := make([]*trackedBody, 0, len(o.bodies))
-	for b := range o.bodies {
-		bodies = append(bodies, b)
+	defer o.mu.Unlock()
+	if o.fakes == nil {
+		o.fakes = map[*proxyWatch]Request{}
+	}
+	o.fakes[p] = r
+}
+
+func (o *openWatches) untrackFake(p *proxyWatch) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.fakes, p)
+}
+
+// breakAll ends the open streams that match: cleanly, as the server ends a
+// watch that timed out (the client watches again from the resourceVersion
+// it last saw), or not, as a connection that died.
+func (o *openWatches) breakAll(clean bool, match func(Request) bool) int {
+	o.mu.Lock()
+	var bodies []*trackedBody
+	for b, r := range o.bodies {
+		if match(r) {
+			bodies = append(bodies, b)
+		}
+	}
+	var fakes []*proxyWatch
+	for p, r := range o.fakes {
+		if match(r) {
+			fakes = append(fakes, p)
+		}
 	}
 	o.mu.Unlock()
 	for _, b := range bodies {
-		b.ended.Store(true)
+		b.ended.Store(clean)
 		_ = b.Close()
 	}
-	return len(bodies)
+	for _, p := range fakes {
+		p.cut()
+	}
+	return len(bodies) + len(fakes)
 }
+
+func everyWatch(Request) bool { return true }
 
 type trackedBody struct {
 	io.ReadCloser

@@ -123,3 +123,32 @@ func TestCompactionIsMaskedByTheWatchCache(t *testing.T) {
 	assert.Zero(t, w.expired("pods"), "no 410")
 	assert.Equal(t, 1, w.lists("pods"), "no relist")
 }
+
+// A partition that begins mid-run breaks the informer's open watch: a pod
+// created during it reaches the cache only after it ends.
+func TestPartitionBreaksOpenWatches(t *testing.T) {
+	_, env := envtest.RequireRun(t, "partition-")
+	log := &chaos.Log{}
+	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, Injections: []chaos.Injection{{
+		Fault: chaos.Partition(chaos.Target{}), When: chaos.When{After: 2 * time.Second, Until: 6 * time.Second},
+	}}})
+	require.NoError(t, err)
+	w := &wire{}
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.Wrap(w.wrap)
+	start := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	inj.Start(ctx)
+	t.Cleanup(func() { cancel(); inj.Wait() })
+	inf, _ := informerOn(t, chaos.Configure(cfg, inj), env.Namespace)
+	watches := w.count("watch", "pods")
+
+	require.Eventually(t, func() bool { return len(log.Firings()) > 0 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "partition began: 1 open watch streams broken", log.Firings()[0].Outcome)
+	_, err = env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("during"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok, _ := inf.GetStore().GetByKey(env.Namespace + "/during"); return ok },
+		time.Minute, 20*time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(start), 6*time.Second, "not before the partition ended")
+	assert.Greater(t, w.count("watch", "pods"), watches, "watched again")
+}

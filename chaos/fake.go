@@ -134,10 +134,12 @@ func (inj *Injector) reactWatch(a k8stesting.Action, chain []k8stesting.WatchRea
 
 // proxyWatch applies the watch faults to the events of w.
 func (inj *Injector) proxyWatch(w watch.Interface, r Request, injections []int) watch.Interface {
-	p := &proxyWatch{out: make(chan watch.Event), stop: make(chan struct{})}
+	p := &proxyWatch{out: make(chan watch.Event), stop: make(chan struct{}), cutCh: make(chan struct{})}
+	inj.watches.trackFake(p, r)
 	go func() {
 		defer close(p.out)
 		defer w.Stop()
+		defer inj.watches.untrackFake(p)
 		for {
 			var ev watch.Event
 			var ok bool
@@ -148,6 +150,8 @@ func (inj *Injector) proxyWatch(w watch.Interface, r Request, injections []int) 
 				}
 			case <-p.stop:
 				return
+			case <-p.cutCh:
+				return // the connection died
 			}
 			act := frameAction{}
 			if m, err := meta.Accessor(ev.Object); err == nil && ev.Type != watch.Error && ev.Type != watch.Bookmark {
@@ -183,10 +187,14 @@ func (inj *Injector) proxyWatch(w watch.Interface, r Request, injections []int) 
 }
 
 type proxyWatch struct {
-	out  chan watch.Event
-	stop chan struct{}
-	once sync.Once
+	out     chan watch.Event
+	stop    chan struct{} // the consumer stopped
+	once    sync.Once
+	cutCh   chan struct{} // the injector broke the stream
+	cutOnce sync.Once
 }
+
+func (p *proxyWatch) cut() { p.cutOnce.Do(func() { close(p.cutCh) }) }
 
 func (p *proxyWatch) send(ev watch.Event) bool {
 	select {

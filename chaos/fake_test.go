@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -250,4 +251,49 @@ func createObserved(t *testing.T, env *sim.Env, name string, replicas int32) {
 	d.Status.ObservedGeneration = d.Generation
 	_, err = env.Observer.AppsV1().Deployments(env.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
 	require.NoError(t, err)
+}
+
+// A partition that begins mid-run cuts the watches that are open, not only
+// the requests made later: a pod created during it reaches the informer
+// only once the partition is over, through a new watch.
+func TestFakePartitionBreaksOpenWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		env, err := b.Start(context.Background())
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, b.Stop()) })
+		client, err := b.NewClient()
+		require.NoError(t, err)
+		log := &chaos.Log{}
+		inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, Injections: []chaos.Injection{{
+			Fault: chaos.Partition(chaos.Target{}), When: chaos.When{After: 5 * time.Second, Until: 20 * time.Second},
+		}}})
+		require.NoError(t, err)
+		require.NoError(t, inj.InstallFake(&client.Fake))
+		start := time.Now()
+		ctx, cancel := context.WithCancel(context.Background())
+		inj.Start(ctx)
+		t.Cleanup(func() { cancel(); inj.Wait() })
+		inf, _ := fakeInformer(t, client, env.Namespace)
+		watches := countActions(client, "watch", "pods")
+
+		time.Sleep(10*time.Second - time.Since(start))
+		_, err = env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "during"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		time.Sleep(19*time.Second - time.Since(start))
+		_, seen, _ := inf.GetStore().GetByKey(env.Namespace + "/during")
+		assert.False(t, seen, "not while partitioned")
+		require.NotEmpty(t, log.Firings())
+		assert.Equal(t, "partition began: 1 open watch streams broken", log.Firings()[0].Outcome)
+
+		for {
+			if _, ok, _ := inf.GetStore().GetByKey(env.Namespace + "/during"); ok {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		assert.GreaterOrEqual(t, time.Since(start), 20*time.Second)
+		assert.Greater(t, countActions(client, "watch", "pods"), watches, "watched again after the partition")
+	})
 }

@@ -65,7 +65,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || !r.Watch() || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
-	resp.Body = fencedBody{ReadCloser: t.inj.watches.track(resp.Body), inj: t.inj}
+	resp.Body = fencedBody{ReadCloser: t.inj.watches.track(resp.Body, r), inj: t.inj}
 	if watching := t.inj.watchInjections(r); len(watching) > 0 {
 		resp.Body = t.inj.rewrite(resp.Body, r, watching)
 	}

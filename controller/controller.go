@@ -158,7 +158,8 @@ func (c *Controller) Registry() *prometheus.Registry { return c.registry }
 // Run starts the informers, waits for their caches, takes the Lease when
 // electing, starts the workers and blocks until ctx ends or leadership is
 // lost. Then it shuts down: not ready, queue shut down, in-flight reconciles
-// drained (bounded by ShutdownGrace), Lease released, informers stopped.
+// drained (bounded by ShutdownGrace), Lease released, informers stopped
+// (waited for at most 5s: see stopInformers).
 // It returns nil after a shutdown asked for by ctx, ErrLeaderElectionLost
 // when the Lease was lost, and ErrShutdownGraceExceeded when in-flight work
 // had to be cancelled. Run may be called once.
@@ -196,8 +197,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.podFactory.Start(bgCtx.Done())
 	defer func() {
 		stopBackground()
-		c.deployFactory.Shutdown()
-		c.podFactory.Shutdown()
+		c.stopInformers(logger)
 	}()
 	logger.Info("Waiting for informer caches to sync")
 	// WaitForCacheSync, not the Named variant: that one reports a cancelled
@@ -264,6 +264,30 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	logger.Info("Workers stopped")
 	return runErr
+}
+
+// informerStopGrace bounds the wait for the informers to stop.
+const informerStopGrace = 5 * time.Second
+
+// stopInformers stops the informers and waits for them, at most
+// informerStopGrace: client-go's watch-list reflector sleeps its retry
+// backoff (up to a minute after an outage) without watching for the stop,
+// and a shutdown must not wait that out. Such a reflector's goroutine ends
+// by itself once its sleep is over.
+func (c *Controller) stopInformers(logger klog.Logger) {
+	stopped := make(chan struct{})
+	go func() {
+		c.deployFactory.Shutdown()
+		c.podFactory.Shutdown()
+		close(stopped)
+	}()
+	t := c.clock.NewTimer(informerStopGrace)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C():
+		logger.Info("Not waiting for the informers to stop", "reason", "a reflector is sleeping a retry backoff", "waited", informerStopGrace)
+	}
 }
 
 // waitFor waits for wg at most d on the controller's clock.

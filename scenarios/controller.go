@@ -2,11 +2,18 @@ package scenarios
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/controller"
 )
 
@@ -36,6 +43,12 @@ type Instance struct {
 	Cooldown time.Duration
 	// LeaderElection is set when the scenario runs more than one instance.
 	LeaderElection *controller.LeaderElectionConfig
+	// Kubeconfig reaches the backend through the fault proxy, for a
+	// controller out of process; empty on fake.
+	Kubeconfig string
+	// Log receives an out-of-process controller's output; Recorder its exit.
+	Log      io.Writer
+	Recorder chaos.Recorder
 }
 
 // Runner is one running instance.
@@ -108,3 +121,83 @@ func (s *scalerRunner) Probe() Probe {
 }
 
 func counter(m *dto.Metric) float64 { return m.GetCounter().GetValue() }
+
+// Command is a controller binary run out of process, through the fault
+// proxy: each instance is the command line with {kubeconfig}, {namespace},
+// {identity}, {leaseNamespace} and {leaseName} replaced. Crash and
+// terminate faults are a real SIGKILL and SIGTERM; the exit is recorded.
+// Its queue cannot be seen, so its goal is the world's fixed point alone.
+type Command struct {
+	Args []string
+	// Grace between SIGTERM and SIGKILL. Zero means 30s.
+	Grace time.Duration
+}
+
+// Name is the binary's base name.
+func (c Command) Name() string {
+	if len(c.Args) == 0 {
+		return "command"
+	}
+	return filepath.Base(c.Args[0])
+}
+
+// New returns a Runner that starts the binary when run.
+func (c Command) New(in Instance) (Runner, error) {
+	if len(c.Args) == 0 {
+		return nil, errors.New("command: empty command line")
+	}
+	if in.Kubeconfig == "" {
+		return nil, errors.New("command: the backend has no server for a binary to reach")
+	}
+	leaseNS, leaseName := "", ""
+	if in.LeaderElection != nil {
+		leaseNS, leaseName = in.LeaderElection.Namespace, in.LeaderElection.Name
+	}
+	r := strings.NewReplacer("{kubeconfig}", in.Kubeconfig, "{namespace}", in.Namespace, "{identity}", in.Identity,
+		"{leaseNamespace}", leaseNS, "{leaseName}", leaseName)
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = r.Replace(a)
+	}
+	return &commandRunner{cfg: chaos.ProcessConfig{Path: args[0], Args: args[1:], Env: []string{"POD_NAME=" + in.Identity},
+		Stdout: in.Log, Stderr: in.Log, Grace: c.Grace, Recorder: in.Recorder}}, nil
+}
+
+type commandRunner struct {
+	cfg  chaos.ProcessConfig
+	mu   sync.Mutex
+	proc *chaos.Process
+}
+
+// Run starts the binary and, when ctx ends, sends it SIGTERM (SIGKILL after
+// the grace). A binary that exits on its own ends Run with its exit.
+func (c *commandRunner) Run(ctx context.Context) error {
+	p, err := chaos.StartProcess(c.cfg)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.proc = p
+	c.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		if exit := p.Terminate(); !exit.WithinGrace {
+			return fmt.Errorf("%w: %s", errUncleanExit, exit)
+		}
+		return nil
+	case <-p.Done():
+		return fmt.Errorf("exited on its own: %s", p.Exit())
+	}
+}
+
+// Kill ends the process at once, as a crash.
+func (c *commandRunner) Kill() {
+	c.mu.Lock()
+	p := c.proc
+	c.mu.Unlock()
+	if p != nil {
+		p.Kill()
+	}
+}
+
+var errUncleanExit = errors.New("did not exit within its grace after SIGTERM")

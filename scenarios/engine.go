@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -16,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-lab/converge/chaos"
@@ -44,6 +49,9 @@ type Options struct {
 	SimBackend sim.Backend
 	// Replay is the command that replays this run, recorded in the result.
 	Replay string
+	// Log receives the output of controllers run out of process. Nil
+	// discards it.
+	Log io.Writer
 }
 
 // Poll is how often the goal is evaluated and the controller sampled.
@@ -64,6 +72,9 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	}
 	if opts.Controller == nil {
 		opts.Controller = Scaler{}
+		if len(s.Controller.Command) > 0 {
+			opts.Controller = Command{Args: s.Controller.Command}
+		}
 	}
 	res.Controller = opts.Controller.Name()
 	defer func() {
@@ -83,6 +94,9 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	if !s.RunsOn(opts.Backend) {
 		res.Error = fmt.Sprintf("scenario %s does not run on %s (backends: %v)", s.Name, opts.Backend, s.withDefaults().Backends)
 		return res
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
 	}
 	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory()}
 	if err := r.run(ctx); err != nil {
@@ -119,6 +133,8 @@ type run struct {
 	wg         sync.WaitGroup
 	shared     chaos.Shared
 	injectors  []*chaos.Injector
+	proxies    []*chaos.Proxy
+	dir        string // scratch files: kubeconfigs
 }
 
 type instance struct {
@@ -208,6 +224,14 @@ func (r *run) run(ctx context.Context) error {
 		r.mu.Unlock()
 		for _, inj := range injectors {
 			inj.Wait()
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, p := range r.proxies {
+			_ = p.Close()
+		}
+		if r.dir != "" {
+			_ = os.RemoveAll(r.dir)
 		}
 	})
 	defer shutdown()
@@ -353,6 +377,9 @@ func (r *run) startInstance(ctx context.Context) error {
 		Recorder:   r.hist,
 		OnCrash: func() {
 			r.hist.log(time.Now(), fmt.Sprintf("instance %d crashed: stopped without a drain, its client fenced", idx))
+			if k, ok := inst.runner.(interface{ Kill() }); ok {
+				k.Kill() // a process: SIGKILL
+			}
 			r.endInstance(ctx, inst)
 		},
 		OnTerminate: func() {
@@ -372,7 +399,12 @@ func (r *run) startInstance(ctx context.Context) error {
 		return err
 	}
 	in := Instance{Index: idx, Identity: fmt.Sprintf("instance-%d", idx), Namespace: r.env.Namespace, Client: client,
-		Cooldown: time.Duration(r.s.Controller.Cooldown)}
+		Cooldown: time.Duration(r.s.Controller.Cooldown), Log: r.opts.Log, Recorder: r.hist}
+	if _, out := r.opts.Controller.(Command); out {
+		if in.Kubeconfig, err = r.proxy(idx, inj); err != nil {
+			return err
+		}
+	}
 	if r.s.Controller.Instances > 1 {
 		leaseNS := r.env.Namespace
 		if r.opts.Backend != Fake {
@@ -402,11 +434,42 @@ func (r *run) startInstance(ctx context.Context) error {
 				r.hist.violate("no-panic", time.Now(), "", "", fmt.Sprintf("instance %d panicked: %v", idx, p))
 			}
 		}()
-		if err := runner.Run(instCtx); err != nil && !errors.Is(err, context.Canceled) {
+		err := runner.Run(instCtx)
+		switch {
+		case errors.Is(err, errUncleanExit):
+			r.hist.violate(InvCleanShutdown, time.Now(), "", "", fmt.Sprintf("instance %d %v", idx, err))
+		case err != nil && !errors.Is(err, context.Canceled):
 			r.hist.log(time.Now(), fmt.Sprintf("instance %d ended: %v", idx, err))
 		}
 	}()
 	return nil
+}
+
+// proxy starts the fault proxy of an out-of-process instance (closed when
+// the run ends) and returns the kubeconfig that reaches it. Its requests are
+// recorded as they leave the proxy for the server.
+func (r *run) proxy(idx int, inj *chaos.Injector) (string, error) {
+	if r.env.ControllerConfig == nil {
+		return "", fmt.Errorf("the %s backend has no server for a controller binary to reach", r.opts.Backend)
+	}
+	upstream := rest.CopyConfig(r.env.ControllerConfig)
+	upstream.Wrap(recordHTTP(idx, r))
+	p, err := chaos.NewProxy(upstream, inj)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	r.proxies = append(r.proxies, p)
+	if r.dir == "" {
+		r.dir, err = os.MkdirTemp("", "converge-run-")
+	}
+	dir := r.dir
+	r.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("kubeconfig-%d", idx))
+	return path, p.WriteKubeconfig(path)
 }
 
 // startSchedule runs the scheduled control-plane faults (those with no
@@ -475,7 +538,8 @@ func (r *run) stopInstances() {
 		select {
 		case <-in.done:
 		case <-time.After(stopGrace):
-			r.hist.violate("clean-shutdown", time.Now(), "", "", fmt.Sprintf("instance %d did not return within %v of its context ending", in.index, stopGrace))
+			r.hist.violate(InvCleanShutdown, time.Now(), "", "", fmt.Sprintf("instance %d did not return within %v of its context ending", in.index, stopGrace))
+			r.hist.log(time.Now(), "goroutines at that instant:\n"+goroutines())
 		}
 	}
 }
@@ -744,6 +808,12 @@ func (r *run) judge() {
 		}
 	}
 	res.Pass = len(res.Reasons) == 0 && res.Converged
+}
+
+// goroutines is a dump of every goroutine's stack, cut at 256 KiB.
+func goroutines() string {
+	buf := make([]byte, 256<<10)
+	return string(buf[:runtime.Stack(buf, true)])
 }
 
 // versions of what ran.

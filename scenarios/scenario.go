@@ -109,6 +109,11 @@ type ControllerSpec struct {
 	RestartAfter Duration `json:"restartAfter,omitempty"`
 	// LeaseDuration of leader election. Zero means 15s.
 	LeaseDuration Duration `json:"leaseDuration,omitempty"`
+	// Command runs a controller binary out of process, through the fault
+	// proxy, instead of the scaler in process (envtest and cluster). Its
+	// arguments may use {kubeconfig}, {namespace}, {identity},
+	// {leaseNamespace} and {leaseName}.
+	Command []string `json:"command,omitempty"`
 }
 
 // Timing bounds the run.
@@ -233,6 +238,12 @@ func (s Scenario) Validate() error {
 	c := s.Controller
 	if c.Instances < 0 || c.Instances > 10 {
 		bad("controller.instances", "must be within 0..10, got %d", c.Instances)
+	}
+	if len(c.Command) > 0 && slices.Contains(s.Backends, Fake) {
+		bad("controller.command", "a controller binary needs a server to reach: list backends without fake")
+	}
+	if len(c.Command) > 0 && len(s.Backends) == 0 {
+		bad("controller.command", "a controller binary needs a server to reach: set backends (envtest, cluster)")
 	}
 	if c.Cooldown < 0 || c.RestartAfter < 0 || c.LeaseDuration < 0 {
 		bad("controller", "durations must not be negative")

@@ -39,6 +39,12 @@ func TestScenarios(t *testing.T) {
 	all := loadScenarios(t)
 	for _, s := range all {
 		t.Run(s.Name, func(t *testing.T) {
+			// Runs share nothing but the envtest control plane, where each
+			// has its own namespace; one that restarts the API server runs
+			// alone, before the others.
+			if !restartsTheAPIServer(s) {
+				t.Parallel()
+			}
 			for _, backend := range strings.Split(*backends, ",") {
 				if !s.RunsOn(backend) || (testing.Short() && backend != scenarios.Fake) {
 					continue
@@ -126,4 +132,13 @@ func replay(s *scenarios.Scenario, backend string, seed uint64) string {
 func isCatalogued(name string) bool {
 	_, err := scenarios.Lookup(name)
 	return err == nil
+}
+
+func restartsTheAPIServer(s *scenarios.Scenario) bool {
+	for _, f := range s.Faults {
+		if f.Fault == "apiserver-restart" {
+			return true
+		}
+	}
+	return false
 }
