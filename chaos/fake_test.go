@@ -26,6 +26,14 @@ import (
 // client of it with plan installed.
 func onFake(t *testing.T, plan chaos.Plan) (*sim.Env, *k8sfake.Clientset, *chaos.Log) {
 	t.Helper()
+	env, client, log, _ := onFakeInjector(t, plan)
+	return env, client, log
+}
+
+// onFakeInjector is onFake that also returns the injector, for plans that
+// need Start.
+func onFakeInjector(t *testing.T, plan chaos.Plan) (*sim.Env, *k8sfake.Clientset, *chaos.Log, *chaos.Injector) {
+	t.Helper()
 	b, err := fake.New(fake.Config{})
 	require.NoError(t, err)
 	env, err := b.Start(context.Background())
@@ -38,7 +46,7 @@ func onFake(t *testing.T, plan chaos.Plan) (*sim.Env, *k8sfake.Clientset, *chaos
 	inj, err := chaos.NewInjector(plan)
 	require.NoError(t, err)
 	require.NoError(t, inj.InstallFake(&client.Fake))
-	return env, client, log
+	return env, client, log, inj
 }
 
 func countActions(c *k8sfake.Clientset, verb, resource string) int {
@@ -258,19 +266,9 @@ func createObserved(t *testing.T, env *sim.Env, name string, replicas int32) {
 // only once the partition is over, through a new watch.
 func TestFakePartitionBreaksOpenWatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := fake.New(fake.Config{})
-		require.NoError(t, err)
-		env, err := b.Start(context.Background())
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, b.Stop()) })
-		client, err := b.NewClient()
-		require.NoError(t, err)
-		log := &chaos.Log{}
-		inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, Injections: []chaos.Injection{{
+		env, client, log, inj := onFakeInjector(t, chaos.Plan{Injections: []chaos.Injection{{
 			Fault: chaos.Partition(chaos.Target{}), When: chaos.When{After: 5 * time.Second, Until: 20 * time.Second},
 		}}})
-		require.NoError(t, err)
-		require.NoError(t, inj.InstallFake(&client.Fake))
 		start := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		inj.Start(ctx)
@@ -279,7 +277,7 @@ func TestFakePartitionBreaksOpenWatches(t *testing.T) {
 		watches := countActions(client, "watch", "pods")
 
 		time.Sleep(10*time.Second - time.Since(start))
-		_, err = env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "during"}}, metav1.CreateOptions{})
+		_, err := env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "during"}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		time.Sleep(19*time.Second - time.Since(start))
 		_, seen, _ := inf.GetStore().GetByKey(env.Namespace + "/during")
