@@ -22,15 +22,9 @@ import (
 // pod created after the restart reaches its cache.
 func TestAPIServerRestartIsSurvivedByTheInformer(t *testing.T) {
 	_, env := envtest.RequireRun(t, "restart-")
-	log := &chaos.Log{}
-	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, ControlPlane: env.ControlPlane, Injections: []chaos.Injection{{
+	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.APIServerRestart(chaos.Target{Verbs: []string{"create"}, Resource: "pods", Name: "trigger"}),
-	}}})
-	require.NoError(t, err)
-	w := &wire{}
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Wrap(w.wrap)
-	cfg = chaos.Configure(cfg, inj)
+	})
 	inf, _ := informerOn(t, cfg, env.Namespace)
 	watches := w.count("watch", "pods")
 
@@ -60,21 +54,15 @@ func TestAPIServerRestartIsSurvivedByTheInformer(t *testing.T) {
 func TestCompactionGivesTheServers410(t *testing.T) {
 	_, env := envtest.RequireRunWith(t, "compaction-", envtest.Options{NoWatchCache: true})
 	require.True(t, env.Can.Has(sim.EtcdCompaction))
-	log := &chaos.Log{}
-	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, ControlPlane: env.ControlPlane, Injections: []chaos.Injection{{
+	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.Compaction(chaos.Target{}), When: chaos.When{After: 2 * time.Second, Every: time.Second, Count: 2},
-	}}})
-	require.NoError(t, err)
-	w := &wire{}
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Wrap(w.wrap)
-	cfg = chaos.Configure(cfg, inj)
+	})
 	inf, _ := informerOn(t, cfg, env.Namespace)
 	lists := w.lists("pods")
 	// Writes elsewhere move etcd's revision past the informer's
 	// resourceVersion, so the compaction removes it.
 	for _, name := range []string{"a", "b"} {
-		_, err = env.Observer.CoreV1().ConfigMaps(env.Namespace).Create(context.Background(), configMap(name), metav1.CreateOptions{})
+		_, err := env.Observer.CoreV1().ConfigMaps(env.Namespace).Create(context.Background(), configMap(name), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 
@@ -90,7 +78,7 @@ func TestCompactionGivesTheServers410(t *testing.T) {
 	require.Eventually(t, func() bool { return w.lists("pods") > lists }, 30*time.Second, 20*time.Millisecond, "relisted")
 	assert.Positive(t, w.expired("pods"), "a resumed watch met the server's 410")
 
-	_, err = env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("after"), metav1.CreateOptions{})
+	_, err := env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("after"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok, _ := inf.GetStore().GetByKey(env.Namespace + "/after"); return ok },
 		time.Minute, 20*time.Millisecond)
@@ -101,16 +89,11 @@ func TestCompactionGivesTheServers410(t *testing.T) {
 func TestCompactionIsMaskedByTheWatchCache(t *testing.T) {
 	_, env := envtest.RequireRun(t, "compaction-cached-")
 	assert.False(t, env.Can.Has(sim.EtcdCompaction))
-	log := &chaos.Log{}
-	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, ControlPlane: env.ControlPlane, Injections: []chaos.Injection{{
+	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.Compaction(chaos.Target{}), When: chaos.When{After: 1500 * time.Millisecond, Count: 1},
-	}}})
-	require.NoError(t, err)
-	w := &wire{}
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Wrap(w.wrap)
-	informerOn(t, chaos.Configure(cfg, inj), env.Namespace)
-	_, err = env.Observer.CoreV1().ConfigMaps(env.Namespace).Create(context.Background(), configMap("a"), metav1.CreateOptions{})
+	})
+	informerOn(t, cfg, env.Namespace)
+	_, err := env.Observer.CoreV1().ConfigMaps(env.Namespace).Create(context.Background(), configMap("a"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	watches := w.count("watch", "pods")
 
@@ -128,27 +111,35 @@ func TestCompactionIsMaskedByTheWatchCache(t *testing.T) {
 // created during it reaches the cache only after it ends.
 func TestPartitionBreaksOpenWatches(t *testing.T) {
 	_, env := envtest.RequireRun(t, "partition-")
-	log := &chaos.Log{}
-	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, Injections: []chaos.Injection{{
+	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.Partition(chaos.Target{}), When: chaos.When{After: 2 * time.Second, Until: 6 * time.Second},
-	}}})
-	require.NoError(t, err)
-	w := &wire{}
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Wrap(w.wrap)
+	})
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	inj.Start(ctx)
 	t.Cleanup(func() { cancel(); inj.Wait() })
-	inf, _ := informerOn(t, chaos.Configure(cfg, inj), env.Namespace)
+	inf, _ := informerOn(t, cfg, env.Namespace)
 	watches := w.count("watch", "pods")
 
 	require.Eventually(t, func() bool { return len(log.Firings()) > 0 }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, "partition began: 1 open watch streams broken", log.Firings()[0].Outcome)
-	_, err = env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("during"), metav1.CreateOptions{})
+	_, err := env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("during"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok, _ := inf.GetStore().GetByKey(env.Namespace + "/during"); return ok },
 		time.Minute, 20*time.Millisecond)
 	assert.GreaterOrEqual(t, time.Since(start), 6*time.Second, "not before the partition ended")
 	assert.Greater(t, w.count("watch", "pods"), watches, "watched again")
+}
+
+// throughInjector is an admin config whose requests go through one
+// injection (with the run's control plane) and are seen on the wire below it.
+func throughInjector(t *testing.T, env *sim.Env, in chaos.Injection) (*rest.Config, *wire, *chaos.Log, *chaos.Injector) {
+	t.Helper()
+	log := &chaos.Log{}
+	inj, err := chaos.NewInjector(chaos.Plan{Recorder: log, ControlPlane: env.ControlPlane, Injections: []chaos.Injection{in}})
+	require.NoError(t, err)
+	w := &wire{}
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.Wrap(w.wrap)
+	return chaos.Configure(cfg, inj), w, log, inj
 }
