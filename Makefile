@@ -35,8 +35,10 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 
-bench: ## benchmarks (figures in README.md)
+bench: build ## benchmarks, then the fake catalogue's simulated-to-wall ratios over 3 seeds (figures in README.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+	@rm -rf $(BIN)/bench
+	$(BIN)/converge run --backend fake --seeds 1-3 --report $(BIN)/bench
 
 kind-chaos: ## on a machine with Docker and kind: the cluster backend's tests on a kind cluster
 	@mkdir -p $(BIN)

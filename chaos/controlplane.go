@@ -96,7 +96,7 @@ const applyTimeout = 2 * time.Minute
 // fireControlPlane applies injection i, recording it as fired at at. It
 // runs in its own goroutine, so the request that triggered it returns
 // first.
-func (inj *Injector) fireControlPlane(i int, at time.Time, request string) {
+func (inj *Injector) fireControlPlane(i int, at time.Time, request string, match int) {
 	inj.pending.Add(1)
 	go func() {
 		defer inj.pending.Done()
@@ -107,7 +107,7 @@ func (inj *Injector) fireControlPlane(i int, at time.Time, request string) {
 		if err != nil {
 			outcome = "failed: " + err.Error()
 		}
-		inj.record(i, at, request, outcome)
+		inj.record(i, at, request, match, outcome)
 	}()
 }
 
@@ -146,7 +146,7 @@ func (inj *Injector) partitionStarts(ctx context.Context, i int, p partition) {
 	case <-inj.clock.After(max(inj.plan.Injections[i].When.After-inj.clock.Since(inj.start), 0)):
 	}
 	n := inj.watches.breakAll(false, func(r Request) bool { return p.t.Matches(r) })
-	inj.record(i, inj.clock.Now(), "open watches", fmt.Sprintf("partition began: %d open watch streams broken", n))
+	inj.record(i, inj.clock.Now(), "open watches", 0, fmt.Sprintf("partition began: %d open watch streams broken", n))
 }
 
 func (inj *Injector) schedule(ctx context.Context, i int) {
@@ -162,8 +162,8 @@ func (inj *Injector) schedule(ctx context.Context, i int) {
 		if w.Until > 0 && inj.clock.Since(inj.start) >= w.Until {
 			return
 		}
-		if inj.fires(i, "schedule") {
-			inj.fireControlPlane(i, inj.clock.Now(), "schedule")
+		if n := inj.fires(i, "schedule"); n > 0 {
+			inj.fireControlPlane(i, inj.clock.Now(), "schedule", n)
 		}
 		if w.Every <= 0 || (w.Count > 0 && inj.firings(i) >= w.Count) {
 			return

@@ -54,24 +54,36 @@ func (inj *Injector) Crashed() bool { return inj.fence.down.Load() }
 // Crash that fires fences the injector and calls OnCrash.
 func (inj *Injector) after(r Request) {
 	for i, in := range inj.plan.Injections {
-		if _, ok := in.Fault.(controlPlaneFault); ok && !in.Fault.Target().IsZero() && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i, r.String()) {
-			inj.fireControlPlane(i, inj.clock.Now(), r.String())
-		}
-		if _, ok := in.Fault.(terminate); ok && in.Fault.Target().Matches(r) && !inj.Crashed() && inj.fires(i, r.String()) {
-			inj.record(i, inj.clock.Now(), r.String(), "instance asked to terminate")
-			if inj.plan.OnTerminate != nil {
-				go inj.plan.OnTerminate()
-			}
-		}
-		if _, ok := in.Fault.(crash); !ok || !in.Fault.Target().Matches(r) || inj.Crashed() || !inj.fires(i, r.String()) {
+		if !in.Fault.Target().Matches(r) || inj.Crashed() {
 			continue
 		}
-		inj.fence.down.Store(true)
-		inj.record(i, inj.clock.Now(), r.String(), "instance crashed; its client is fenced")
-		if inj.plan.OnCrash != nil {
-			go inj.plan.OnCrash()
+		switch in.Fault.(type) {
+		case controlPlaneFault:
+			if in.Fault.Target().IsZero() {
+				continue
+			}
+			if n := inj.fires(i, r.String()); n > 0 {
+				inj.fireControlPlane(i, inj.clock.Now(), r.String(), n)
+			}
+		case terminate:
+			if n := inj.fires(i, r.String()); n > 0 {
+				inj.record(i, inj.clock.Now(), r.String(), n, "instance asked to terminate")
+				if inj.plan.OnTerminate != nil {
+					go inj.plan.OnTerminate()
+				}
+			}
+		case crash:
+			n := inj.fires(i, r.String())
+			if n == 0 {
+				continue
+			}
+			inj.fence.down.Store(true)
+			inj.record(i, inj.clock.Now(), r.String(), n, "instance crashed; its client is fenced")
+			if inj.plan.OnCrash != nil {
+				go inj.plan.OnCrash()
+			}
+			return
 		}
-		return
 	}
 }
 

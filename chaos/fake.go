@@ -95,15 +95,19 @@ func (inj *Injector) react(a k8stesting.Action, chain []k8stesting.Reactor) (boo
 func (inj *Injector) requestFaults(r Request) error {
 	for i, in := range inj.plan.Injections {
 		f, isRequest := in.Fault.(requestFault)
-		if !isRequest || !in.Fault.Target().Matches(r) || !inj.fires(i, r.String()) {
+		if !isRequest || !in.Fault.Target().Matches(r) {
+			continue
+		}
+		n := inj.fires(i, r.String())
+		if n == 0 {
 			continue
 		}
 		at := inj.clock.Now()
 		if err := f.fakeError(r); err != nil {
-			inj.record(i, at, r.String(), "answered "+err.Error())
+			inj.record(i, at, r.String(), n, "answered "+err.Error())
 			return err
 		}
-		inj.record(i, at, r.String(), "passed on")
+		inj.record(i, at, r.String(), n, "passed on")
 	}
 	return nil
 }

@@ -42,20 +42,24 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for i, in := range t.inj.plan.Injections {
 		f, isRequest := in.Fault.(requestFault)
-		if !isRequest || !in.Fault.Target().Matches(r) || !t.inj.fires(i, r.String()) {
+		if !isRequest || !in.Fault.Target().Matches(r) {
+			continue
+		}
+		n := t.inj.fires(i, r.String())
+		if n == 0 {
 			continue
 		}
 		at := t.inj.clock.Now()
 		resp, err := f.respond(req, r)
 		switch {
 		case err != nil:
-			t.inj.record(i, at, r.String(), "failed: "+err.Error())
+			t.inj.record(i, at, r.String(), n, "failed: "+err.Error())
 			return nil, err
 		case resp != nil:
-			t.inj.record(i, at, r.String(), "answered "+resp.Status)
+			t.inj.record(i, at, r.String(), n, "answered "+resp.Status)
 			return resp, nil
 		default:
-			t.inj.record(i, at, r.String(), "passed on")
+			t.inj.record(i, at, r.String(), n, "passed on")
 		}
 	}
 	resp, err := t.next.RoundTrip(req)
@@ -82,10 +86,15 @@ func (inj *Injector) eventAction(injections []int, eventType string, object Requ
 			continue
 		}
 		a := wf.onEvent(eventType)
-		if a == (frameAction{}) || !inj.fires(i, eventType+" "+object.String()) {
+		if a == (frameAction{}) {
 			continue
 		}
-		inj.record(i, inj.clock.Now(), eventType+" "+object.String(), describe(a))
+		key := eventType + " " + object.String()
+		n := inj.fires(i, key)
+		if n == 0 {
+			continue
+		}
+		inj.record(i, inj.clock.Now(), key, n, describe(a))
 		act = merge(act, a)
 	}
 	return act

@@ -44,6 +44,12 @@ type Firing struct {
 	Fault   string
 	Target  Target
 	Request string // the request, or the watched object's frame
+	// Match numbers the request's matches of this fault: 1 when it fired
+	// on the first request with this verb and object (or the first frame
+	// of this type for this object), 3 on the third. Draws depend on it,
+	// not on the order in which concurrent requests arrive. 0 for firings
+	// that no request set off (a partition's window opening, an exit).
+	Match   int `json:",omitempty"`
 	Outcome string
 }
 
@@ -175,8 +181,9 @@ func NewInjector(plan Plan) (*Injector, error) {
 }
 
 // fires counts a match of injection i by the request (or watched object)
-// key and reports whether it fires.
-func (inj *Injector) fires(i int, key string) bool {
+// key and reports whether it fires: the match's number for that key (1 for
+// its first match), or 0 when it does not fire.
+func (inj *Injector) fires(i int, key string) int {
 	w := inj.plan.Injections[i].When
 	s := inj.state[i]
 	s.mu.Lock()
@@ -193,16 +200,16 @@ func (inj *Injector) fires(i int, key string) bool {
 	elapsed := inj.clock.Since(inj.start)
 	switch {
 	case elapsed < w.After, w.Until > 0 && elapsed >= w.Until:
-		return false
+		return 0
 	case w.Nth > 0 && s.matches != w.Nth:
-		return false
+		return 0
 	case w.Count > 0 && s.fires >= w.Count:
-		return false
+		return 0
 	case w.Probability > 0 && draw >= w.Probability:
-		return false
+		return 0
 	}
 	s.fires++
-	return true
+	return int(s.seen[key])
 }
 
 // firings is how many times injection i fired.
@@ -213,11 +220,12 @@ func (inj *Injector) firings(i int) int {
 	return s.fires
 }
 
-// record reports a firing that happened at at.
-func (inj *Injector) record(i int, at time.Time, request, outcome string) {
+// record reports a firing that happened at at, on the match-th match of
+// request.
+func (inj *Injector) record(i int, at time.Time, request string, match int, outcome string) {
 	if inj.plan.Recorder == nil {
 		return
 	}
 	f := inj.plan.Injections[i].Fault
-	inj.plan.Recorder.Record(Firing{At: at, Fault: f.Name(), Target: f.Target(), Request: request, Outcome: outcome})
+	inj.plan.Recorder.Record(Firing{At: at, Fault: f.Name(), Target: f.Target(), Request: request, Match: match, Outcome: outcome})
 }

@@ -42,6 +42,9 @@ func firingsFor(t *testing.T, seed uint64, when chaos.When, clk *testingclock.Fa
 		clk.Step(step)
 	}
 	require.Len(t, log.Firings(), len(fired), "every firing is recorded")
+	for j, f := range log.Firings() {
+		require.Equal(t, fired[j]+1, f.Match, "every request is the same PATCH: the i-th is its match i+1")
+	}
 	return fired
 }
 

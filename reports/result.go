@@ -33,20 +33,30 @@ type Result struct {
 	// result alone.
 	Description string `json:"description,omitempty"`
 	Catches     string `json:"catches,omitempty"`
-	Backend     string `json:"backend"`
-	Seed        uint64 `json:"seed"`
-	Controller  string `json:"controller"`
+	// Plan is the scenario's fault schedule, Settle how long the goal had
+	// to hold and Deadline by when: a report draws them.
+	Plan       []chaos.Spec `json:"plan,omitempty"`
+	Settle     Duration     `json:"settle,omitempty"`
+	Deadline   Duration     `json:"deadline,omitempty"`
+	Backend    string       `json:"backend"`
+	Seed       uint64       `json:"seed"`
+	Controller string       `json:"controller"`
 
 	Pass bool `json:"pass"`
 	// Reasons say why the run failed, one per broken invariant, missed goal
 	// or exceeded budget; empty when it passed.
 	Reasons    []string    `json:"reasons,omitempty"`
 	Violations []Violation `json:"violations,omitempty"`
+	// Invariants the run checked; those with no violation held.
+	Invariants []string `json:"invariants,omitempty"`
 	// Converged: the goal held for the whole settle window before the
 	// deadline; TimeToConverge is from the start of the run to the first
 	// instant from which it held.
 	Converged      bool     `json:"converged"`
 	TimeToConverge Duration `json:"timeToConverge,omitempty"`
+	// Unfired names the scenario's faults that never fired: the run
+	// proves nothing about them. It does not fail the run.
+	Unfired []string `json:"unfired,omitempty"`
 
 	// Started is the run's start on its own clock (virtual on the fake
 	// backend); Simulated is how long the run lasted on that clock, Wall

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +69,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	wallStart := time.Now()
 	res = &reports.Result{
 		Schema: reports.SchemaVersion, Scenario: s.Name, Description: s.Description, Catches: s.Catches,
+		Plan:    s.Faults,
 		Backend: opts.Backend, Seed: opts.Seed, Replay: opts.Replay, Started: time.Now(),
 		Versions: versions(),
 	}
@@ -757,6 +760,8 @@ func (r *run) judge() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	res.Simulated = reports.Duration(time.Since(r.start))
+	res.Settle, res.Deadline = r.s.Timing.Settle, r.s.Timing.Deadline
+	res.Invariants = []string{InvReplicasWithinMax, InvNeverScalesDown, InvWritesOnlyReplica, InvOnlyLabelled, InvSingleWriter, InvNoPanic, InvCleanShutdown}
 	res.History = h.h
 	res.Violations = h.violations
 	sort.Slice(res.Violations, func(i, j int) bool { return res.Violations[i].At.Before(res.Violations[j].At) })
@@ -783,6 +788,7 @@ func (r *run) judge() {
 		c.Reconciles, c.Retries = h.h.Samples[n-1].Reconciles, h.h.Samples[n-1].Retries
 	}
 	res.Counters = c
+	res.Unfired = unfired(r.s.Faults, h.h.Faults)
 
 	b := r.s.Budgets
 	for _, name := range r.managed {
@@ -808,6 +814,29 @@ func (r *run) judge() {
 		}
 	}
 	res.Pass = len(res.Reasons) == 0 && res.Converged
+}
+
+// unfired names the faults of specs that no firing came from, as
+// "fault 2 (watch-expired-mid-stream on pods)".
+func unfired(specs []chaos.Spec, firings []chaos.Firing) []string {
+	var out []string
+	for i, spec := range specs {
+		in, err := spec.Build()
+		if err != nil {
+			continue
+		}
+		fired := slices.ContainsFunc(firings, func(f chaos.Firing) bool {
+			return f.Fault == spec.Fault && reflect.DeepEqual(f.Target, in.Fault.Target())
+		})
+		if !fired {
+			name := spec.Fault
+			if spec.Target.Resource != "" {
+				name += " on " + spec.Target.Resource
+			}
+			out = append(out, fmt.Sprintf("fault %d (%s)", i, name))
+		}
+	}
+	return out
 }
 
 // goroutines is a dump of every goroutine's stack, cut at 256 KiB.

@@ -56,6 +56,11 @@ func TestScenarios(t *testing.T) {
 							if !res.Pass {
 								t.Errorf("%s on %s, seed %d, failed:\n  %s\nreplay: %s", s.Name, backend, seed, strings.Join(res.Reasons, "\n  "), res.Replay)
 							}
+							// A fault that never fired makes the scenario
+							// prove nothing about it.
+							if len(res.Unfired) > 0 {
+								t.Errorf("%s on %s, seed %d: never fired: %s\nreplay: %s", s.Name, backend, seed, strings.Join(res.Unfired, ", "), res.Replay)
+							}
 						})
 					}
 				})

@@ -440,6 +440,12 @@ func summarise(results []*reports.Result, f runFlags, took time.Duration, stdout
 		}
 		fmt.Fprintf(stdout, "  replay: %s\n  or:     converge replay %s\n", r.Replay, filepath.Join(f.report, r.FileName()))
 	}
+	for _, r := range results {
+		if len(r.Unfired) > 0 {
+			fmt.Fprintf(stdout, "\nnote: %s/%s/seed-%d proves nothing about what never fired: %s\n", r.Scenario, r.Backend, r.Seed, strings.Join(r.Unfired, ", "))
+		}
+	}
+	timeTable(results, stdout)
 	if f.junit != "" {
 		out, err := os.Create(f.junit)
 		if err != nil {
@@ -535,4 +541,45 @@ func sameFaults(a, b *reports.Result) string {
 		}
 	}
 	return fmt.Sprintf("the same %d firings at the same instants", len(fa))
+}
+
+// timeTable prints, per scenario and backend, the simulated and wall time
+// of its runs and their ratio: on fake, how much faster than real time a
+// scenario runs.
+func timeTable(results []*reports.Result, stdout io.Writer) {
+	type row struct {
+		runs            int
+		simulated, wall time.Duration
+	}
+	rows := map[string]*row{}
+	var keys []string
+	for _, r := range results {
+		if r.Error != "" || r.Wall <= 0 {
+			continue
+		}
+		k := r.Scenario + "/" + r.Backend
+		if rows[k] == nil {
+			rows[k] = &row{}
+			keys = append(keys, k)
+		}
+		rows[k].runs++
+		rows[k].simulated += time.Duration(r.Simulated)
+		rows[k].wall += time.Duration(r.Wall)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	sort.Strings(keys)
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "\nscenario/backend\truns\tsimulated\twall\tsimulated/wall\t")
+	var total row
+	for _, k := range keys {
+		r := rows[k]
+		total.runs += r.runs
+		total.simulated += r.simulated
+		total.wall += r.wall
+		fmt.Fprintf(w, "%s\t%d\t%v\t%v\t%.0fx\t\n", k, r.runs, r.simulated.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.simulated.Seconds()/r.wall.Seconds())
+	}
+	fmt.Fprintf(w, "all\t%d\t%v\t%v\t%.0fx\t\n", total.runs, total.simulated.Round(time.Millisecond), total.wall.Round(time.Millisecond), total.simulated.Seconds()/total.wall.Seconds())
+	_ = w.Flush()
 }
