@@ -9,7 +9,7 @@ BIN   := bin
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-demo: build ## the scenario catalogue on the fake backend (no cluster, no binaries); prints where the results are
+demo: build ## the scenario catalogue on the fake backend (no cluster, no binaries); prints where the HTML report is
 	@rm -rf $(BIN)/demo
 	$(BIN)/converge run --backend fake --seeds 1 --report $(BIN)/demo --junit $(BIN)/demo/junit.xml
 
@@ -22,7 +22,8 @@ build: ## build the binaries and the compiled scenario tests into bin/
 	$(GO) test -c -o $(BIN)/converge-scenarios.test ./scenarios
 
 test: assets lint ## vet, format check and every test with the race detector, envtest included
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@mkdir -p $(BIN)/test-output
+	$(GO) test -race -count=1 -timeout 20m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(PKGS)
 
 assets: ## build kube-apiserver, kube-controller-manager and etcd from source (once per machine)
 	@hack/assets.sh

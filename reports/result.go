@@ -194,8 +194,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// FileName is where a result goes in a report folder.
+// FileName is where a result goes in a report folder:
+// scenario_backend_seed.json, with the controller's name after the seed
+// when it is not the scaler, so runs of several controllers share a folder.
 func (r *Result) FileName() string {
+	if r.Controller != "" && r.Controller != "scaler" {
+		return fmt.Sprintf("%s_%s_%d_%s.json", r.Scenario, r.Backend, r.Seed, r.Controller)
+	}
 	return fmt.Sprintf("%s_%s_%d.json", r.Scenario, r.Backend, r.Seed)
 }
 

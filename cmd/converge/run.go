@@ -49,7 +49,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(listCommand(stdout), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr))
+	root.AddCommand(listCommand(stdout), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout))
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		return usageError{err}
@@ -459,7 +459,13 @@ func summarise(results []*reports.Result, f runFlags, took time.Duration, stdout
 			return err
 		}
 	}
+	index, htmlErr := reports.WriteHTML(f.report, results, "")
 	fmt.Fprintf(stdout, "\n%d runs, %d failed, in %v\nresults: %s\nlogs:    %s\n", len(results), failed, took.Round(time.Millisecond), f.report, filepath.Join(f.report, "scenarios.log"))
+	if htmlErr != nil {
+		fmt.Fprintf(stdout, "report:  %v\n", htmlErr)
+	} else {
+		fmt.Fprintf(stdout, "report:  %s\n", index)
+	}
 	if f.junit != "" {
 		fmt.Fprintf(stdout, "junit:   %s\n", f.junit)
 	}

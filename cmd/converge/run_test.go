@@ -112,6 +112,8 @@ budgets: {requests: {patch: 1}}
 	assert.Regexp(t, `budget: \d+ patch requests, budget 1`, out)
 	assert.Contains(t, out, "replay: go test ./scenarios")
 	assert.Contains(t, out, "4 runs, 2 failed")
+	assert.Contains(t, out, "report:  "+filepath.Join(report, "index.html"))
+	assert.FileExists(t, filepath.Join(report, "runs", "too-few-writes_fake_2.html"))
 
 	results, err := reports.ReadDir(report)
 	require.NoError(t, err)
@@ -125,4 +127,30 @@ budgets: {requests: {patch: 1}}
 	require.ErrorIs(t, err, errFailed, out)
 	assert.Regexp(t, `replay: pass=false budget: \d+ patch requests, budget 1`, out)
 	assert.Contains(t, out, "fault schedule: the same 0 firings")
+}
+
+// report renders saved results again, names files that are not results,
+// and refuses a folder with none.
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	r := &reports.Result{Schema: reports.SchemaVersion, Scenario: "s", Backend: "fake", Seed: 4, Pass: true,
+		Counters: reports.Counters{Writes: map[string]int{}, Needed: map[string]int{}}}
+	_, err := reports.Write(dir, r)
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "html")
+	got, err := run(t, "report", dir, "--out", out)
+	require.NoError(t, err, got)
+	assert.Contains(t, got, "report: "+filepath.Join(out, "index.html"))
+	assert.FileExists(t, filepath.Join(out, "runs", "s_fake_4.html"))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.json"), []byte("{not json"), 0o644))
+	got, err = run(t, "report", dir, "--out", out)
+	require.Error(t, err, got)
+	assert.Contains(t, err.Error(), "notes.json")
+	assert.Contains(t, got, "1 runs", "the readable results are still rendered")
+
+	_, err = run(t, "report", t.TempDir())
+	assert.ErrorContains(t, err, "no results")
+	_, err = run(t, "report")
+	assert.Equal(t, 2, exitCode(err))
 }

@@ -1,0 +1,176 @@
+package reports
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The HTML report: one self-contained page per run (its charts inline as
+// SVG, its style and script inline, nothing fetched) and an index of every
+// run. Every value from a result goes through html/template, so a
+// Deployment named "<img src=x onerror=alert(1)>" is text.
+
+//go:embed assets
+var assets embed.FS
+
+var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
+	"upper": strings.ToUpper,
+	// count is n, or "n/a" for a counter the controller does not expose.
+	"count": func(n int64) string {
+		if n < 0 {
+			return "n/a"
+		}
+		return fmt.Sprint(n)
+	},
+	"join":    strings.Join,
+	"secs":    secs,
+	"seconds": seconds,
+	"dur": func(d any) string {
+		switch v := d.(type) {
+		case Duration:
+			return time.Duration(v).Round(time.Millisecond).String()
+		case time.Duration:
+			return v.Round(time.Millisecond).String()
+		}
+		return fmt.Sprint(d)
+	},
+	"laneColor": func(i int) template.CSS {
+		c := laneColor(i, 0xff)
+		return template.CSS(fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B))
+	},
+	"css": func() template.CSS { return template.CSS(asset("assets/style.css")) },
+	"js":  func() template.JS { return template.JS(asset("assets/report.js")) },
+}).ParseFS(assets, "assets/*.tmpl"))
+
+func asset(name string) string {
+	b, err := assets.ReadFile(name)
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return string(b)
+}
+
+// Version is written into generated pages; the CLI sets it.
+var Version = "(devel)"
+
+// RunPageName is where a run's page goes in a report folder.
+func RunPageName(r *Result) string {
+	return filepath.Join("runs", strings.TrimSuffix(r.FileName(), ".json")+".html")
+}
+
+// RenderRun writes r's page. indexLink, when not empty, is the link back to
+// the index.
+func RenderRun(w io.Writer, r *Result, indexLink string) error {
+	p := buildRunPage(r)
+	c, err := overview(r, p)
+	if err != nil {
+		return err
+	}
+	p.Chart = c
+	data := struct {
+		*runPage
+		IndexLink string
+		First     *breakView
+	}{runPage: p, IndexLink: indexLink}
+	p.Generated = Version
+	if len(p.Breaks) > 0 {
+		data.First = &p.Breaks[0]
+	}
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, "run.html.tmpl", data); err != nil {
+		return fmt.Errorf("reports: rendering %s: %w", r.FileName(), err)
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// RenderIndex writes the index of results; link gives each run's page.
+// extra, when not empty, is a section shown above the runs (trusted HTML
+// built by the caller with html/template).
+func RenderIndex(w io.Writer, results []*Result, link func(*Result) string, extra template.HTML) error {
+	rows := buildIndex(results, link)
+	data := struct {
+		Rows            []indexRow
+		Passed, Failed  int
+		Faults          int
+		Simulated, Wall time.Duration
+		Extra           template.HTML
+		Generated       string
+	}{Rows: rows, Extra: extra, Generated: Version}
+	for _, r := range rows {
+		if r.Status == "pass" {
+			data.Passed++
+		} else {
+			data.Failed++
+		}
+		data.Faults += r.R.Counters.Faults
+		data.Simulated += time.Duration(r.R.Simulated)
+		data.Wall += time.Duration(r.R.Wall)
+	}
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, "index.html.tmpl", data); err != nil {
+		return fmt.Errorf("reports: rendering the index: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteHTML writes the report of results into dir: index.html and one page
+// per run under runs/. It returns the index's path. A run whose page could
+// not be rendered is named in the error; the others are written.
+func WriteHTML(dir string, results []*Result, extra template.HTML) (string, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "runs"), 0o755); err != nil {
+		return "", err
+	}
+	var errs []error
+	for _, r := range results {
+		var buf bytes.Buffer
+		if err := RenderRun(&buf, r, "../index.html"); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := writeFile(filepath.Join(dir, RunPageName(r)), buf.Bytes()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := RenderIndex(&buf, results, func(r *Result) string { return filepath.ToSlash(RunPageName(r)) }, extra); err != nil {
+		return "", errors.Join(append(errs, err)...)
+	}
+	index := filepath.Join(dir, "index.html")
+	if err := writeFile(index, buf.Bytes()); err != nil {
+		errs = append(errs, err)
+	}
+	return index, errors.Join(errs...)
+}
+
+// writeFile writes data to path through a temporary file, so a reader
+// never sees half a page.
+func writeFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".page-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
