@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help demo build test lint bench assets chaos kind-chaos clean
+.PHONY: help demo build test lint bench assets chaos zoo kind-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -16,6 +16,12 @@ demo: build ## the scenario catalogue on the fake backend (no cluster, no binari
 chaos: build assets ## the scenario catalogue on envtest (a real kube-apiserver, etcd and kube-controller-manager)
 	@rm -rf $(BIN)/chaos
 	$(BIN)/converge run --backend envtest --seeds 1 --report $(BIN)/chaos --junit $(BIN)/chaos/junit.xml
+
+zoo: ## the bug zoo: every mutant against the fake catalogue, then the scaler over 200 seeds of each scenario that caught one; writes bin/zoo
+	@rm -rf $(BIN)/zoo && mkdir -p $(BIN)/zoo
+	$(GO) test ./zoo -count=1 -run '^TestZoo$$' -v -timeout 60m -zoo.alarms=200 -zoo.report $(CURDIR)/$(BIN)/zoo 2>$(BIN)/zoo/controllers.log
+	@echo "table:  $(BIN)/zoo/zoo.md"
+	@echo "report: $(BIN)/zoo/index.html"
 
 build: ## build the binaries and the compiled scenario tests into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -102,6 +103,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		opts.Log = io.Discard
 	}
 	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory()}
+	defer watchPanics(r.hist)()
 	if err := r.run(ctx); err != nil {
 		res.Error = err.Error()
 	}
@@ -138,6 +140,40 @@ type run struct {
 	injectors  []*chaos.Injector
 	proxies    []*chaos.Proxy
 	dir        string // scratch files: kubeconfigs
+
+	// abort ends the run early (a hot loop); paceAt and paceN count the
+	// requests made since the clock last moved.
+	abort   context.CancelFunc
+	aborted atomic.Bool
+	paceMu  sync.Mutex
+	paceAt  time.Time
+	paceN   int
+}
+
+// hotLoopRequests is how many requests the controller may make without the
+// clock moving. In virtual time a controller that spins (a key retried at
+// once, a write that triggers itself) never lets the clock advance, so the
+// deadline would never come: the run ends there instead. The scaler on a
+// thousand Deployments makes a few thousand at one instant.
+const hotLoopRequests = 20_000
+
+// pace counts a request made at at, and ends the run when the controller
+// spins.
+func (r *run) pace(at time.Time) {
+	r.paceMu.Lock()
+	if !at.Equal(r.paceAt) {
+		r.paceAt, r.paceN = at, 0
+	}
+	r.paceN++
+	tripped := r.paceN == hotLoopRequests
+	r.paceMu.Unlock()
+	if tripped {
+		r.hist.violate(InvNoHotLoop, at, "", "", fmt.Sprintf("%d requests without the clock moving: the controller spins", hotLoopRequests))
+		if r.abort != nil {
+			r.aborted.Store(true)
+			r.abort()
+		}
+	}
 }
 
 type instance struct {
@@ -151,6 +187,7 @@ type instance struct {
 func (r *run) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	r.abort = cancel
 	plan, err := r.s.injections()
 	if err != nil {
 		return err
@@ -240,6 +277,13 @@ func (r *run) run(ctx context.Context) error {
 	defer shutdown()
 	if err := r.startSchedule(cpCtx); err != nil {
 		return err
+	}
+	if wait := time.Duration(r.s.Controller.StartAfter); wait > 0 {
+		select {
+		case <-cpCtx.Done():
+			return cpCtx.Err()
+		case <-time.After(wait):
+		}
 	}
 	for range r.s.Controller.Instances {
 		if err := r.startInstance(cpCtx); err != nil {
@@ -428,9 +472,9 @@ func (r *run) startInstance(ctx context.Context) error {
 	r.mu.Unlock()
 	inj.Start(instCtx)
 	r.hist.log(time.Now(), fmt.Sprintf("instance %d started", idx))
-	r.wg.Add(1)
+	// Not in r.wg: an instance that never returns must not hold up the
+	// run's end (stopInstances waits for it with a grace, and says so).
 	go func() {
-		defer r.wg.Done()
 		defer close(inst.done)
 		defer func() {
 			if p := recover(); p != nil {
@@ -513,7 +557,13 @@ func (r *run) endInstance(ctx context.Context, inst *instance) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		<-inst.done
+		// A process that crashed is gone; an instance that does not
+		// return is replaced all the same (stopInstances judges it).
+		select {
+		case <-inst.done:
+		case <-ctx.Done():
+		case <-time.After(stopGrace):
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Duration(r.s.Controller.RestartAfter)):
@@ -635,7 +685,9 @@ func (r *run) watchGoal(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			r.res.Error = "cancelled: " + ctx.Err().Error()
+			if !r.aborted.Load() {
+				r.res.Error = "cancelled: " + ctx.Err().Error()
+			}
 			return
 		case <-tick.C:
 		}
@@ -655,6 +707,9 @@ func (r *run) watchGoal(ctx context.Context) {
 			r.res.Converged = true
 			r.res.TimeToConverge = reports.Duration(holding.Sub(r.start))
 			return
+		}
+		if ok {
+			why = fmt.Sprintf("the goal held from %v on, short of the %v settle window", holding.Sub(r.start), settle)
 		}
 		if !now.Before(deadline) {
 			r.res.Reasons = append(r.res.Reasons, fmt.Sprintf("did not converge within %v: %s", time.Duration(r.s.Timing.Deadline), why))
@@ -761,7 +816,7 @@ func (r *run) judge() {
 	defer h.mu.Unlock()
 	res.Simulated = reports.Duration(time.Since(r.start))
 	res.Settle, res.Deadline = r.s.Timing.Settle, r.s.Timing.Deadline
-	res.Invariants = []string{InvReplicasWithinMax, InvNeverScalesDown, InvWritesOnlyReplica, InvOnlyLabelled, InvSingleWriter, InvNoPanic, InvCleanShutdown}
+	res.Invariants = []string{InvReplicasWithinMax, InvNeverScalesDown, InvWritesOnlyReplica, InvOnlyLabelled, InvSingleWriter, InvNoPanic, InvCleanShutdown, InvNoHotLoop}
 	res.History = h.h
 	res.Violations = h.violations
 	sort.Slice(res.Violations, func(i, j int) bool { return res.Violations[i].At.Before(res.Violations[j].At) })

@@ -33,6 +33,7 @@ const (
 	InvNoPanic           = "no-panic"
 	InvCleanShutdown     = "clean-shutdown"
 	InvSingleWriter      = "one-writer-at-a-time"
+	InvNoHotLoop         = "no-hot-loop"
 )
 
 // recordFake puts a recorder in front of a fake clientset's chains (and so
@@ -92,6 +93,7 @@ func (r *run) fakeAction(idx int, a k8stesting.Action, obj runtime.Object, err e
 		q.Error = err.Error()
 	}
 	r.hist.request(q)
+	r.pace(q.At)
 	if err != nil || a.GetResource().Resource != "deployments" || (a.GetSubresource() != "" && a.GetSubresource() != "scale") {
 		return
 	}
@@ -148,6 +150,7 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 				q.Code = resp.StatusCode
 			}
 			r.hist.request(q)
+			r.pace(q.At)
 			if err == nil && resp.StatusCode < 300 && body != nil && (cr.Subresource == "" || cr.Subresource == "scale") {
 				if cr.Verb == "patch" {
 					r.checkPatch(q, types.PatchType(req.Header.Get("Content-Type")), body)

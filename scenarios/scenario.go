@@ -109,6 +109,9 @@ type ControllerSpec struct {
 	RestartAfter Duration `json:"restartAfter,omitempty"`
 	// LeaseDuration of leader election. Zero means 15s.
 	LeaseDuration Duration `json:"leaseDuration,omitempty"`
+	// StartAfter starts the controller this long after the workload was
+	// created, on a world that has settled. Zero: at once.
+	StartAfter Duration `json:"startAfter,omitempty"`
 	// Command runs a controller binary out of process, through the fault
 	// proxy, instead of the scaler in process (envtest and cluster). Its
 	// arguments may use {kubeconfig}, {namespace}, {identity},
@@ -245,7 +248,7 @@ func (s Scenario) Validate() error {
 	if len(c.Command) > 0 && len(s.Backends) == 0 {
 		bad("controller.command", "a controller binary needs a server to reach: set backends (envtest, cluster)")
 	}
-	if c.Cooldown < 0 || c.RestartAfter < 0 || c.LeaseDuration < 0 {
+	if c.Cooldown < 0 || c.RestartAfter < 0 || c.LeaseDuration < 0 || c.StartAfter < 0 {
 		bad("controller", "durations must not be negative")
 	}
 	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 {
