@@ -17,9 +17,9 @@ chaos: build assets ## the scenario catalogue on envtest (a real kube-apiserver,
 	@rm -rf $(BIN)/chaos
 	$(BIN)/converge run --backend envtest --seeds 1 --report $(BIN)/chaos --junit $(BIN)/chaos/junit.xml
 
-zoo: ## the bug zoo: every mutant against the fake catalogue, then the scaler over 200 seeds of each scenario that caught one; writes bin/zoo
+zoo: assets ## the bug zoo: every mutant against the fake catalogue and on envtest, then the scaler over 200 seeds of each scenario that caught one; writes bin/zoo
 	@rm -rf $(BIN)/zoo && mkdir -p $(BIN)/zoo
-	$(GO) test ./zoo -count=1 -run '^TestZoo$$' -v -timeout 60m -zoo.alarms=200 -zoo.report $(CURDIR)/$(BIN)/zoo 2>$(BIN)/zoo/controllers.log
+	$(GO) test ./zoo -count=1 -run '^TestZoo$$' -v -timeout 60m -zoo.alarms=200 -zoo.envtest -zoo.report $(CURDIR)/$(BIN)/zoo 2>$(BIN)/zoo/controllers.log
 	@echo "table:  $(BIN)/zoo/zoo.md"
 	@echo "report: $(BIN)/zoo/index.html"
 

@@ -115,11 +115,14 @@ func (t *Table) CaughtBy(mutant string) []string {
 	return out
 }
 
-// Catching lists the scenarios that caught any mutant other than the
+// Catching lists the fake scenarios that caught any mutant other than the
 // control.
 func (t *Table) Catching() []string {
 	var out []string
 	for _, s := range t.Scenarios {
+		if !strings.HasSuffix(s, "/fake") {
+			continue
+		}
 		for _, m := range t.Mutants {
 			if c := t.Cell(m.Name, s); m.Name != Control().Name && c != nil && c.Caught > 0 {
 				out = append(out, s)
