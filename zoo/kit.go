@@ -51,6 +51,9 @@ type pieces struct {
 	reconcile func(k *kit, ctx context.Context, key string) error
 	// ready counts d's ready pods.
 	ready func(k *kit, ctx context.Context, d *appsv1.Deployment) (int32, error)
+	// settled says whether d may be scaled now that the policy asks for
+	// it; when not, it arranges to look again.
+	settled func(k *kit, key string, d *appsv1.Deployment) bool
 	// write scales d to target.
 	write func(k *kit, ctx context.Context, d *appsv1.Deployment, target int32) error
 	// releaseOnCancel gives up the Lease when the context ends.
@@ -58,7 +61,8 @@ type pieces struct {
 }
 
 func correct() pieces {
-	return pieces{handlers: handlers, run: run, next: next, reconcile: reconcile, ready: readyFromCache, write: patchReplicas, releaseOnCancel: true}
+	return pieces{handlers: handlers, run: run, next: next, reconcile: reconcile, ready: readyFromCache, settled: settled,
+		write: patchReplicas, releaseOnCancel: true}
 }
 
 const workers = 2
@@ -281,14 +285,24 @@ func reconcile(k *kit, ctx context.Context, key string) error {
 		desired = *d.Spec.Replicas
 	}
 	decision := controller.Decide(controller.PolicyInput{Desired: desired, Ready: ready, Max: maxReplicas})
-	if !decision.Scale || d.Status.ObservedGeneration < d.Generation {
-		return nil
-	}
-	if left := k.cooldownLeft(d); left > 0 {
-		k.queue.AddAfter(key, left)
+	if !decision.Scale || !k.p.settled(k, key, d) {
 		return nil
 	}
 	return k.p.write(k, ctx, d, decision.Target)
+}
+
+// settled waits for the Deployment controller to act on the last change
+// (its status event enqueues the key again) and for the cooldown, so new
+// pods get the time to become ready before the next doubling.
+func settled(k *kit, key string, d *appsv1.Deployment) bool {
+	if d.Status.ObservedGeneration < d.Generation {
+		return false
+	}
+	if left := k.cooldownLeft(d); left > 0 {
+		k.queue.AddAfter(key, left)
+		return false
+	}
+	return true
 }
 
 func maxOf(d *appsv1.Deployment) (int32, error) {

@@ -80,7 +80,7 @@ func Mutants() []Mutant {
 		}},
 		{Name: "no-cooldown", Bug: "doubles again as soon as pods are not ready, without waiting for new pods", p: func() pieces {
 			p := correct()
-			p.reconcile = reconcileWithoutCooldown
+			p.settled = actAtOnce
 			return p
 		}},
 		{Name: "deployments-only", Bug: "watches Deployments only, and only their spec changes, so pods turning unready are never noticed", p: func() pieces {
@@ -204,36 +204,9 @@ func nextRetriesAtOnce(k *kit, ctx context.Context) bool {
 	return true
 }
 
-func reconcileWithoutCooldown(k *kit, ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	d, err := k.deployments.Deployments(ns).Get(name)
-	if err != nil || d.Labels[controller.LabelEnabled] != controller.ValueEnabled {
-		return nil
-	}
-	if rv, ok := k.based.Load(key); ok && rv == d.ResourceVersion {
-		return nil
-	}
-	maxReplicas, err := maxOf(d)
-	if err != nil {
-		return nil
-	}
-	ready, err := k.p.ready(k, ctx, d)
-	if err != nil {
-		return err
-	}
-	desired := int32(1)
-	if d.Spec.Replicas != nil {
-		desired = *d.Spec.Replicas
-	}
-	decision := controller.Decide(controller.PolicyInput{Desired: desired, Ready: ready, Max: maxReplicas})
-	if !decision.Scale {
-		return nil
-	}
-	return k.p.write(k, ctx, d, decision.Target)
-}
+// actAtOnce scales whenever the policy asks: pods still starting count as
+// unready, so it doubles again before they could be ready.
+func actAtOnce(*kit, string, *appsv1.Deployment) bool { return true }
 
 // deploymentHandlersOnly reacts to Deployments being added or their spec
 // changing (status updates are noise, the developer thought), and reads the

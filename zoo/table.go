@@ -76,7 +76,7 @@ func (t *Table) Add(mutant string, r *reports.Result) {
 	case !r.Converged:
 		c.Why, c.Reason = "goal", firstReason(r)
 	default:
-		c.Why, c.Reason = "budget", firstReason(r)
+		c.Why, c.Reason = "budget", strings.TrimPrefix(firstReason(r), "budget: ")
 	}
 }
 
