@@ -240,6 +240,11 @@ func TestReportInBrowser(t *testing.T) {
 	// A row of the log puts the cursor on its instant.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".log tr.k-violation"))))
 	cursorShown := eval(`getComputedStyle(document.querySelector(".cursor")).display !== "none"`)
+	// The filter keeps the rows that hold its text: here the violation's.
+	eval(`(() => { const f = document.querySelector("#log-filter"); f.value = "never-scales-down"; f.dispatchEvent(new Event("input")); return true })()`)
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll(".log tbody tr:not(.hidden)").length < document.querySelectorAll(".log tbody tr").length`))
+	require.NoError(t, err, "the log filter hides rows")
+	assert.Equal(t, true, eval(`[...document.querySelectorAll(".log tbody tr:not(.hidden)")].every(tr => tr.textContent.includes("never-scales-down"))`))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "failing-run.png"), png, 0o644))
 	t.Logf("report: %s; screenshot: %s", runPage, filepath.Join(dir, "failing-run.png"))
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,7 +44,7 @@ func NewTable(mutants []Mutant) *Table { return &Table{Mutants: mutants, Cells: 
 // Add records the result of mutant on a scenario.
 func (t *Table) Add(mutant string, r *reports.Result) {
 	scenario := r.Scenario + "/" + r.Backend
-	if !contains(t.Scenarios, scenario) {
+	if !slices.Contains(t.Scenarios, scenario) {
 		t.Scenarios = append(t.Scenarios, scenario)
 		sort.Strings(t.Scenarios)
 	}
@@ -90,15 +91,6 @@ func firstReason(r *reports.Result) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Cell returns the cell of mutant on scenario ("name/backend").

@@ -31,6 +31,21 @@
     $("span", c).textContent = t.toFixed(3) + "s";
   }
 
+  // filter shows the rows whose attribute attr is switched on by its
+  // checkbox and whose text holds the query; it returns how many it shows.
+  function filter(list, attr, boxes, query) {
+    var q = query.trim().toLowerCase();
+    var on = {};
+    boxes.forEach(function (b) { on[b.dataset[attr]] = b.checked; });
+    var shown = 0;
+    list.forEach(function (tr) {
+      var ok = on[tr.dataset[attr]] !== false && (q === "" || tr.textContent.toLowerCase().indexOf(q) >= 0);
+      tr.classList.toggle("hidden", !ok);
+      if (ok) { shown++; }
+    });
+    return shown;
+  }
+
   // --- The event log.
   var log = $(".log");
   var rows = log ? $$("tbody tr", log) : [];
@@ -54,16 +69,7 @@
     var search = $("#log-filter");
     var boxes = $$("input[data-kind]");
     var apply = function () {
-      var q = search.value.trim().toLowerCase();
-      var on = {};
-      boxes.forEach(function (b) { on[b.dataset.kind] = b.checked; });
-      var shown = 0;
-      rows.forEach(function (tr) {
-        var ok = on[tr.dataset.kind] !== false && (q === "" || tr.textContent.toLowerCase().indexOf(q) >= 0);
-        tr.classList.toggle("hidden", !ok);
-        if (ok) { shown++; }
-      });
-      $("#log-count").textContent = shown + " of " + rows.length;
+      $("#log-count").textContent = filter(rows, "kind", boxes, search.value) + " of " + rows.length;
     };
     var timer = null;
     search.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(apply, 120); });
@@ -72,18 +78,20 @@
   }
 
   // Anything with data-goto jumps to its instant: on the timeline, and in the log.
+  // showInLog selects the first shown row at or after t and scrolls to it.
+  function showInLog(t) {
+    if (!log) { return; }
+    for (var i = 0; i < rows.length; i++) {
+      if (!rows[i].classList.contains("hidden") && parseFloat(rows[i].dataset.t) >= t - 1e-9) {
+        select(rows[i]);
+        log.scrollTop = rows[i].offsetTop - log.clientHeight / 3;
+        return;
+      }
+    }
+  }
   function jump(t) {
     goTo(t, true);
-    if (!log) { return; }
-    var best = null;
-    for (var i = 0; i < rows.length; i++) {
-      if (rows[i].classList.contains("hidden")) { continue; }
-      if (parseFloat(rows[i].dataset.t) >= t - 1e-9) { best = rows[i]; break; }
-    }
-    if (best) {
-      select(best);
-      log.scrollTop = best.offsetTop - log.clientHeight / 3;
-    }
+    showInLog(t);
   }
   $$("[data-goto]").forEach(function (el) {
     el.addEventListener("click", function (ev) { ev.preventDefault(); jump(parseFloat(el.dataset.goto)); });
@@ -97,12 +105,7 @@
       var t = instant((ev.clientX - box.left) / box.width);
       if (t < axis.t0 || t > axis.t1) { return; }
       setCursor(t);
-      if (!log) { return; }
-      var best = null;
-      for (var i = 0; i < rows.length; i++) {
-        if (!rows[i].classList.contains("hidden") && parseFloat(rows[i].dataset.t) >= t) { best = rows[i]; break; }
-      }
-      if (best) { select(best); log.scrollTop = best.offsetTop - log.clientHeight / 3; }
+      showInLog(t);
     });
   }
 
@@ -149,16 +152,7 @@
     var runFilter = $("#run-filter");
     var statusBoxes = $$("input[data-status]");
     var applyRuns = function () {
-      var q = runFilter.value.trim().toLowerCase();
-      var on = {};
-      statusBoxes.forEach(function (b) { on[b.dataset.status] = b.checked; });
-      var shown = 0;
-      $$("tr", body).forEach(function (tr) {
-        var ok = on[tr.dataset.status] !== false && (q === "" || tr.textContent.toLowerCase().indexOf(q) >= 0);
-        tr.classList.toggle("hidden", !ok);
-        if (ok) { shown++; }
-      });
-      $("#run-count").textContent = shown;
+      $("#run-count").textContent = filter($$("tr", body), "status", statusBoxes, runFilter.value);
     };
     runFilter.addEventListener("input", applyRuns);
     statusBoxes.forEach(function (b) { b.addEventListener("change", applyRuns); });
