@@ -69,7 +69,7 @@ func (f compaction) apply(ctx context.Context, cp ControlPlane, inj *Injector) (
 	if err := cp.Compact(ctx); err != nil {
 		return "", err
 	}
-	n := inj.watches.breakAll(true, everyWatch)
+	n := inj.watches.breakAll(true, everyWatch, nil)
 	return fmt.Sprintf("storage compacted; %d open watch streams broken", n), nil
 }
 
@@ -145,8 +145,11 @@ func (inj *Injector) partitionStarts(ctx context.Context, i int, p partition) {
 		return
 	case <-inj.clock.After(max(inj.plan.Injections[i].When.After-inj.clock.Since(inj.start), 0)):
 	}
-	n := inj.watches.breakAll(false, func(r Request) bool { return p.t.Matches(r) })
-	inj.record(i, inj.clock.Now(), "open watches", 0, fmt.Sprintf("partition began: %d open watch streams broken", n))
+	// Recorded before the streams break, so the history has the cause
+	// before the clients' reactions to it.
+	inj.watches.breakAll(false, func(r Request) bool { return p.t.Matches(r) }, func(n int) {
+		inj.record(i, inj.clock.Now(), "open watches", 0, fmt.Sprintf("partition began: %d open watch streams broken", n))
+	})
 }
 
 func (inj *Injector) schedule(ctx context.Context, i int) {
@@ -213,8 +216,9 @@ func (o *openWatches) untrackFake(p *proxyWatch) {
 
 // breakAll ends the open streams that match: cleanly, as the server ends a
 // watch that timed out (the client watches again from the resourceVersion
-// it last saw), or not, as a connection that died.
-func (o *openWatches) breakAll(clean bool, match func(Request) bool) int {
+// it last saw), or not, as a connection that died. announce, when set, is
+// told how many match before the first breaks.
+func (o *openWatches) breakAll(clean bool, match func(Request) bool, announce func(n int)) int {
 	o.mu.Lock()
 	var bodies []*trackedBody
 	for b, r := range o.bodies {
@@ -229,6 +233,9 @@ func (o *openWatches) breakAll(clean bool, match func(Request) bool) int {
 		}
 	}
 	o.mu.Unlock()
+	if announce != nil {
+		announce(len(bodies) + len(fakes))
+	}
 	for _, b := range bodies {
 		b.ended.Store(clean)
 		_ = b.Close()

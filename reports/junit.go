@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -68,7 +69,7 @@ func WriteJUnit(w io.Writer, results []*Result) error {
 			s.Errors++
 		case !r.Pass:
 			c.Failure = &junitMessage{Message: firstLine(strings.Join(r.Reasons, "; ")), Type: "verdict",
-				Body: strings.Join(r.Reasons, "\n") + "\n\nreplay: " + r.Replay}
+				Body: strings.Join(slices.Concat(r.Reasons, r.Notes), "\n") + "\n\nreplay: " + r.Replay}
 			s.Failures++
 		}
 		s.Tests++

@@ -162,6 +162,7 @@ func TestHostileValuesAreEscaped(t *testing.T) {
 	r.Plan[0].Target.Name = hostile
 	r.Versions = map[string]string{hostile: hostile}
 	r.Replay = hostile
+	r.Notes = []string{hostile}
 
 	var run, index bytes.Buffer
 	require.NoError(t, RenderRun(&run, r, "index.html"))
@@ -172,4 +173,20 @@ func TestHostileValuesAreEscaped(t *testing.T) {
 		assert.Contains(t, page, "&lt;img src=x onerror=alert(1)&gt;", name)
 	}
 	assert.Contains(t, run.String(), "<svg", "the charts are there")
+}
+
+func TestRunPageShowsPodLagAndNotes(t *testing.T) {
+	r := failingResult()
+	r.Counters.PodLag = Duration(15300 * time.Millisecond)
+	r.Notes = []string{"a Deployment waited 15.3s for the pods it asked for"}
+	var run bytes.Buffer
+	require.NoError(t, RenderRun(&run, r, "index.html"))
+	assert.Contains(t, run.String(), "pods came up to 15.3s after they were asked for")
+	assert.Contains(t, run.String(), "Note: a Deployment waited 15.3s for the pods it asked for.")
+
+	r.Counters.PodLag, r.Notes = 0, nil
+	run.Reset()
+	require.NoError(t, RenderRun(&run, r, "index.html"))
+	assert.NotContains(t, run.String(), "pods came up")
+	assert.NotContains(t, run.String(), "Note:")
 }

@@ -57,6 +57,9 @@ type Result struct {
 	// Unfired names the scenario's faults that never fired: the run
 	// proves nothing about them. It does not fail the run.
 	Unfired []string `json:"unfired,omitempty"`
+	// Notes are what the harness noticed that may explain a failure
+	// without being part of the verdict, such as a slow control plane.
+	Notes []string `json:"notes,omitempty"`
 
 	// Started is the run's start on its own clock (virtual on the fake
 	// backend); Simulated is how long the run lasted on that clock, Wall
@@ -105,6 +108,11 @@ type Counters struct {
 	Retries    int64 `json:"retries"`
 	Faults     int   `json:"faults"`
 	Instances  int   `json:"instances"`
+	// PodLag is the longest a managed Deployment waited for the pods it
+	// asked for: from a rise of its replicas to that many pods existing.
+	// On a real control plane it is kube-controller-manager's delay, which
+	// a scenario's timings must leave room for.
+	PodLag Duration `json:"podLag,omitempty"`
 }
 
 // History is everything the verdict was made on, in time order per kind.
@@ -158,6 +166,50 @@ type State struct {
 	Ready      int32     `json:"ready"`
 	Pods       int32     `json:"pods"`
 	Max        int32     `json:"max"`
+}
+
+// PodLag is the longest wait in states (in time order) between a rise of
+// a Deployment's desired replicas and that many of its pods existing. A
+// rise still waited for at the end counts up to the last state.
+func PodLag(states []State) time.Duration {
+	type rise struct {
+		at      time.Time
+		desired int32
+	}
+	var longest time.Duration
+	last := map[string]int32{}
+	waiting := map[string]rise{}
+	for _, s := range states {
+		prev, seen := last[s.Deployment]
+		last[s.Deployment] = s.Desired
+		w, ok := waiting[s.Deployment]
+		switch {
+		case !seen || s.Desired > prev:
+			// A rise before the last one is met extends the same wait.
+			if !ok {
+				w.at = s.At
+			}
+			w.desired, ok = s.Desired, true
+		case ok && s.Desired < w.desired:
+			w.desired = s.Desired
+		}
+		if !ok {
+			continue
+		}
+		if s.Pods >= w.desired {
+			longest = max(longest, s.At.Sub(w.at))
+			delete(waiting, s.Deployment)
+			continue
+		}
+		waiting[s.Deployment] = w
+	}
+	if len(states) > 0 {
+		end := states[len(states)-1].At
+		for _, w := range waiting {
+			longest = max(longest, end.Sub(w.at))
+		}
+	}
+	return longest
 }
 
 // Sample is the controller's inside, sampled on change.

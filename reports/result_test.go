@@ -76,3 +76,31 @@ func TestJUnit(t *testing.T) {
 	assert.Contains(t, c.Failure.Message, "<b>web-0</b>", "escaped in the XML, intact once read")
 	assert.Contains(t, c.Failure.Body, "replay: go test ./scenarios -run x")
 }
+
+func TestPodLag(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	st := func(s float64, d string, desired, pods int32) reports.State {
+		return reports.State{At: at(s), Deployment: d, Desired: desired, Pods: pods}
+	}
+	for _, tc := range []struct {
+		name   string
+		states []reports.State
+		want   time.Duration
+	}{
+		{"none", nil, 0},
+		{"created, then its pods", []reports.State{st(0, "a", 2, 0), st(1.5, "a", 2, 1), st(2, "a", 2, 2)}, 2 * time.Second},
+		{"the longest of two Deployments", []reports.State{
+			st(0, "a", 2, 2), st(0, "b", 2, 2), st(10, "a", 4, 2), st(11, "b", 4, 2), st(12, "a", 4, 4), st(26, "b", 4, 4),
+		}, 15 * time.Second},
+		{"a rise before the last is met extends the wait", []reports.State{
+			st(0, "a", 2, 2), st(10, "a", 4, 2), st(15, "a", 8, 3), st(19, "a", 8, 8),
+		}, 9 * time.Second},
+		{"a fall to what exists ends it", []reports.State{st(0, "a", 2, 2), st(1, "a", 4, 2), st(3, "a", 2, 2)}, 2 * time.Second},
+		{"never met: up to the last state", []reports.State{st(0, "a", 2, 2), st(5, "a", 4, 2), st(7, "b", 1, 1)}, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, reports.PodLag(tc.states))
+		})
+	}
+}

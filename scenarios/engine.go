@@ -63,6 +63,10 @@ const Poll = 250 * time.Millisecond
 // stopGrace bounds the wait for instances, world and observer at the end.
 const stopGrace = 30 * time.Second
 
+// slowPods is the pod lag from which a failing run gets a note that the
+// backend, not only the controller, may be to blame.
+const slowPods = 5 * time.Second
+
 // Run runs s once and judges it. It always returns a Result: a run that
 // could not be carried out has Error set. On the fake backend, call it
 // inside a synctest bubble for virtual time.
@@ -842,6 +846,7 @@ func (r *run) judge() {
 	if n := len(h.h.Samples); n > 0 {
 		c.Reconciles, c.Retries = h.h.Samples[n-1].Reconciles, h.h.Samples[n-1].Retries
 	}
+	c.PodLag = reports.Duration(reports.PodLag(h.h.States))
 	res.Counters = c
 	res.Unfired = unfired(r.s.Faults, h.h.Faults)
 
@@ -869,6 +874,9 @@ func (r *run) judge() {
 		}
 	}
 	res.Pass = len(res.Reasons) == 0 && res.Converged
+	if lag := time.Duration(c.PodLag); !res.Pass && lag >= slowPods {
+		res.Notes = append(res.Notes, fmt.Sprintf("a Deployment waited %v for the pods it asked for: the %s backend was slow to create them, and the scenario's timings may not have left room for that", lag.Round(100*time.Millisecond), r.opts.Backend))
+	}
 }
 
 // unfired names the faults of specs that no firing came from, as

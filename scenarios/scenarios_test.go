@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -40,9 +41,9 @@ func TestScenarios(t *testing.T) {
 	for _, s := range all {
 		t.Run(s.Name, func(t *testing.T) {
 			// Runs share nothing but the envtest control plane, where each
-			// has its own namespace; one that restarts the API server runs
+			// has its own namespace; one that needs it to itself runs
 			// alone, before the others.
-			if !restartsTheAPIServer(s) {
+			if !runsAlone(s) {
 				t.Parallel()
 			}
 			for _, backend := range strings.Split(*backends, ",") {
@@ -54,7 +55,8 @@ func TestScenarios(t *testing.T) {
 						t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 							res := runOne(t, s, backend, seed)
 							if !res.Pass {
-								t.Errorf("%s on %s, seed %d, failed:\n  %s\nreplay: %s", s.Name, backend, seed, strings.Join(res.Reasons, "\n  "), res.Replay)
+								why := slices.Concat(res.Reasons, res.Notes)
+								t.Errorf("%s on %s, seed %d, failed:\n  %s\nreplay: %s", s.Name, backend, seed, strings.Join(why, "\n  "), res.Replay)
 							}
 							// A fault that never fired makes the scenario
 							// prove nothing about it.
@@ -139,11 +141,18 @@ func isCatalogued(name string) bool {
 	return err == nil
 }
 
-func restartsTheAPIServer(s *scenarios.Scenario) bool {
+// runsAlone says whether s needs the shared control plane to itself: it
+// restarts the API server, or its workload keeps kube-controller-manager busy
+// enough to delay the pods of the runs beside it (beside scale-200, by up to
+// 40 s, which broke slow-readiness's budget).
+func runsAlone(s *scenarios.Scenario) bool {
+	if !s.RunsOn(scenarios.Envtest) {
+		return false
+	}
 	for _, f := range s.Faults {
 		if f.Fault == "apiserver-restart" {
 			return true
 		}
 	}
-	return false
+	return s.Workload.Deployments >= 100
 }

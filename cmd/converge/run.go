@@ -438,6 +438,9 @@ func summarise(results []*reports.Result, f runFlags, took time.Duration, stdout
 		for _, why := range r.Reasons {
 			fmt.Fprintf(stdout, "  %s\n", why)
 		}
+		for _, note := range r.Notes {
+			fmt.Fprintf(stdout, "  note: %s\n", note)
+		}
 		fmt.Fprintf(stdout, "  replay: %s\n  or:     converge replay %s\n", r.Replay, filepath.Join(f.report, r.FileName()))
 	}
 	for _, r := range results {

@@ -1,6 +1,8 @@
 package envtest
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -77,15 +79,16 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	}, nil
 }
 
-// Stop deletes the run's namespace; the namespace controller removes what is
-// in it. It does not wait for that.
+// Stop deletes the run's namespace and waits, up to two minutes, until it
+// is gone, so that the next run starts on controllers that are not still
+// busy with this one (see sim.DeleteRunNamespace).
 func (b *Backend) Stop() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ns == "" {
 		return nil
 	}
-	err := sim.DeleteRunNamespace(b.observer, b.ns)
+	err := sim.DeleteRunNamespace(b.observer, b.ns, 2*time.Minute)
 	b.ns = ""
 	return err
 }

@@ -86,6 +86,42 @@ func TestRealControllersRunDeployments(t *testing.T) {
 		30*time.Second, 50*time.Millisecond, "the garbage collector removes them")
 }
 
+// TestStopRemovesTheNamespace: envtest has no kubelet, so a pod bound to a
+// Node stays terminating after its namespace is deleted, and the namespace
+// with it, unless Stop finishes the pods. When Stop returns, nothing of the
+// run is left for the control plane's controllers to work on.
+func TestStopRemovesTheNamespace(t *testing.T) {
+	cp := envtest.Require(t)
+	b, err := envtest.NewBackend(cp, "stop-")
+	require.NoError(t, err)
+	ctx := t.Context()
+	env, err := b.Start(ctx)
+	require.NoError(t, err)
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "stop-node-"}}
+	node, err = env.Observer.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Observer.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{})
+	})
+	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, deployment("web", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bound"},
+		Spec: corev1.PodSpec{NodeName: node.Name,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}}},
+	}
+	_, err = env.Observer.CoreV1().Pods(env.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return podCount(t, env.Observer, env.Namespace, "web") == 2 },
+		30*time.Second, 50*time.Millisecond, "kube-controller-manager creates the Deployment's pods")
+
+	require.NoError(t, b.Stop())
+	_, err = env.Observer.CoreV1().Namespaces().Get(ctx, env.Namespace, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the namespace is gone when Stop returns: %v", err)
+	require.NoError(t, b.Stop(), "a second Stop does nothing")
+}
+
 // TestScalerRBACIsSufficientAndLeast runs the scaler in-process as the
 // ServiceAccount config/ binds, with leader election: it must be able to do
 // its job, and nothing it does not need.
