@@ -53,7 +53,7 @@ type Config struct {
 	// Zero means 30s.
 	Cooldown time.Duration
 	// MaxRetries is how many times a failing key is retried with backoff
-	// before it is dropped. Zero means 5.
+	// before it is tried only once per Cooldown. Zero means 5.
 	MaxRetries int
 	// DefaultMaxReplicas is the ceiling of a Deployment without the
 	// max-replicas annotation. Zero means 10.

@@ -76,6 +76,9 @@ type Controller struct {
 	// key is retried when a newer version reaches the cache even if that
 	// version changes nothing the update filter looks at.
 	conflicted keyedStrings
+	// exhausted marks the keys that ran out of quick retries and are tried
+	// once per cooldown, so the outage is reported once, not every time.
+	exhausted keyedStrings
 	// written remembers each successful write until the cache shows it: a
 	// reconcile on an older version would decide on state the scaler has
 	// itself just replaced.
@@ -348,15 +351,21 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 // handleErr decides what happens to a key after a sync: forgotten on
 // success, reported once and forgotten on a permanent error, retried with
-// backoff up to MaxRetries, then dropped.
+// backoff up to MaxRetries, then tried once per cooldown until it succeeds.
+//
+// A key is never dropped for good: with no resync, a Deployment that nobody
+// changes gets no event, so a key given up on during an outage would stay
+// unreconciled after the outage ends.
 func (c *Controller) handleErr(ctx context.Context, key cache.ObjectName, err error) {
 	logger := klog.FromContext(ctx)
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
+		c.recovered(logger, key)
 		c.metrics.reconciles.WithLabelValues(resultSuccess).Inc()
 	case !retryable(err):
 		c.queue.Forget(key)
+		c.recovered(logger, key)
 		c.metrics.reconciles.WithLabelValues(resultPermanent).Inc()
 		logger.Info("Not retrying", "deployment", key, "reason", eventReason(err), "err", err)
 		c.warnOnce(key, eventReason(err), err.Error())
@@ -365,14 +374,28 @@ func (c *Controller) handleErr(ctx context.Context, key cache.ObjectName, err er
 		logger.V(2).Info("Retrying", "deployment", key, "attempt", c.queue.NumRequeues(key)+1, "err", err)
 		c.queue.AddRateLimited(key)
 	default:
-		c.queue.Forget(key)
-		c.metrics.reconciles.WithLabelValues(resultDropped).Inc()
-		c.metrics.droppedKeys.Inc()
-		logger.Error(err, "Dropping deployment after retries", "deployment", key, "retries", c.cfg.MaxRetries)
+		// The requeue count stays at MaxRetries until a success forgets
+		// it, so every failure from here waits a whole cooldown.
+		c.metrics.reconciles.WithLabelValues(resultExhausted).Inc()
+		c.queue.AddAfter(key, c.cfg.Cooldown)
+		if !c.exhausted.swap(key, "exhausted") {
+			logger.V(2).Info("Still failing", "deployment", key, "next", c.cfg.Cooldown, "err", err)
+			return
+		}
+		c.metrics.exhaustedKeys.Inc()
+		logger.Error(err, "Retries exhausted, trying once per cooldown", "deployment", key, "retries", c.cfg.MaxRetries, "every", c.cfg.Cooldown)
 		if d, getErr := c.deployments.Deployments(key.Namespace).Get(key.Name); getErr == nil {
 			c.recorder.Eventf(d, corev1.EventTypeWarning, ReasonRetriesExhausted,
-				"Gave up after %d retries: %v", c.cfg.MaxRetries, err)
+				"%d retries failed, trying again every %v: %v", c.cfg.MaxRetries, c.cfg.Cooldown, err)
 		}
+	}
+}
+
+// recovered ends the once-per-cooldown tries of key, if it was on them.
+func (c *Controller) recovered(logger klog.Logger, key cache.ObjectName) {
+	if _, ok := c.exhausted.get(key); ok {
+		c.exhausted.delete(key)
+		logger.Info("Recovered after exhausting retries", "deployment", key)
 	}
 }
 
@@ -396,6 +419,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (requeued b
 	if apierrors.IsNotFound(err) {
 		c.warned.delete(key)
 		c.conflicted.delete(key)
+		c.exhausted.delete(key)
 		c.forgetWrite(key)
 		return false, nil
 	}

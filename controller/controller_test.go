@@ -389,7 +389,7 @@ func TestConflictAfterRetriesIsRetriedWhenFreshStateArrives(t *testing.T) {
 		i := start(t, c, controller.Config{MaxRetries: 2})
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		require.Equal(t, 1.0, metric(t, i.ctl.Registry(), "converge_scaler_dropped_keys_total"))
+		require.Equal(t, 1.0, metric(t, i.ctl.Registry(), "converge_scaler_retries_exhausted_total"))
 		require.Equal(t, int32(4), c.replicas("web"))
 
 		// A change the update filter would ignore (a label it does not read)
@@ -460,32 +460,29 @@ func TestInvalidInputGivesOneEventAndNoRetries(t *testing.T) {
 func TestErrorsAreClassified(t *testing.T) {
 	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	for _, tt := range []struct {
-		name    string
-		err     error
-		writes  int // patch attempts, including the one that lands
-		result  int32
-		dropped float64
+		name   string
+		err    error
+		writes int // patch attempts, including the one that lands
+		result int32
 	}{
-		{"429 retried", apierrors.NewTooManyRequests("slow down", 1), 2, 8, 0},
-		{"500 retried", apierrors.NewInternalError(errors.New("etcd hiccup")), 2, 8, 0},
-		{"503 retried", apierrors.NewServiceUnavailable("restarting"), 2, 8, 0},
-		{"timeout retried", apierrors.NewTimeoutError("slow", 1), 2, 8, 0},
-		{"transport error retried", fmt.Errorf("dial tcp 127.0.0.1:6443: connect: connection refused"), 2, 8, 0},
-		{"invalid not retried", apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", nil), 1, 4, 0},
-		{"not found is done", apierrors.NewNotFound(gr, "web"), 1, 4, 0},
-		{"500 forever is dropped after max retries", apierrors.NewInternalError(errors.New("down")), 6, 4, 1},
+		{"429 retried", apierrors.NewTooManyRequests("slow down", 1), 2, 8},
+		{"500 retried", apierrors.NewInternalError(errors.New("etcd hiccup")), 2, 8},
+		{"503 retried", apierrors.NewServiceUnavailable("restarting"), 2, 8},
+		{"timeout retried", apierrors.NewTimeoutError("slow", 1), 2, 8},
+		{"transport error retried", fmt.Errorf("dial tcp 127.0.0.1:6443: connect: connection refused"), 2, 8},
+		{"invalid not retried", apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", nil), 1, 4},
+		{"not found is done", apierrors.NewNotFound(gr, "web"), 1, 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := newCluster(t, objects([]runtime.Object{deployment("web", 4)}, pods("web", 4, 0))...)
 				var attempts int
 				var mu sync.Mutex
-				forever := tt.dropped > 0
 				c.setBeforePatch(func(string, []byte) error {
 					mu.Lock()
 					defer mu.Unlock()
 					attempts++
-					if attempts == 1 || forever {
+					if attempts == 1 {
 						return tt.err
 					}
 					return nil
@@ -496,13 +493,51 @@ func TestErrorsAreClassified(t *testing.T) {
 
 				assert.Equal(t, tt.writes, len(c.patchCalls()))
 				assert.Equal(t, tt.result, c.replicas("web"))
-				assert.Equal(t, tt.dropped, metric(t, i.ctl.Registry(), "converge_scaler_dropped_keys_total"))
-				if tt.dropped > 0 {
-					assert.Len(t, c.events(controller.ReasonRetriesExhausted), 1)
-				}
+				assert.Zero(t, metric(t, i.ctl.Registry(), "converge_scaler_retries_exhausted_total"))
 			})
 		})
 	}
+}
+
+// TestExhaustedRetriesAreTriedEveryCooldown: an outage longer than the
+// quick retries does not lose the Deployment. Nothing else would bring it
+// back: its pods never change, so no event comes.
+func TestExhaustedRetriesAreTriedEveryCooldown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const cooldown, outage = 30 * time.Second, 100 * time.Second
+		c := newCluster(t, objects([]runtime.Object{deployment("web", 4)}, pods("web", 4, 0))...)
+		began := time.Now()
+		var landed time.Time
+		var mu sync.Mutex
+		c.setBeforePatch(func(string, []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if time.Since(began) < outage {
+				return apierrors.NewInternalError(errors.New("down"))
+			}
+			if landed.IsZero() {
+				landed = time.Now()
+			}
+			return nil
+		})
+		i := start(t, c, controller.Config{Cooldown: cooldown})
+		time.Sleep(outage - time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(4), c.replicas("web"), "during the outage")
+		// The first try, 5 quick retries (5ms to 80ms), then one try per
+		// cooldown: at about 30s, 60s and 90s.
+		assert.Len(t, c.patchCalls(), 1+controller.DefaultMaxRetries+3)
+		assert.Equal(t, 1.0, metric(t, i.ctl.Registry(), "converge_scaler_retries_exhausted_total"), "counted once per outage")
+		assert.Len(t, c.events(controller.ReasonRetriesExhausted), 1, "reported once per outage")
+
+		time.Sleep(cooldown)
+		synctest.Wait()
+		assert.Equal(t, int32(8), c.replicas("web"), "scaled once the API answers again")
+		mu.Lock()
+		assert.Less(t, landed.Sub(began), outage+cooldown, "within a cooldown of the outage's end")
+		mu.Unlock()
+		assert.Len(t, c.patchCalls(), 1+controller.DefaultMaxRetries+4)
+	})
 }
 
 func TestStatusOnlyUpdatesAreIgnored(t *testing.T) {

@@ -13,7 +13,7 @@ const (
 	resultRequeue   = "requeue"
 	resultError     = "error"
 	resultPermanent = "permanent_error"
-	resultDropped   = "dropped"
+	resultExhausted = "exhausted"
 )
 
 // metrics are the scaler's Prometheus collectors. They live on a registry the
@@ -23,7 +23,7 @@ type metrics struct {
 	reconciles      *prometheus.CounterVec
 	reconcileTime   prometheus.Histogram
 	scaleActions    prometheus.Counter
-	droppedKeys     prometheus.Counter
+	exhaustedKeys   prometheus.Counter
 	leader          prometheus.Gauge
 	queueDepth      *prometheus.GaugeVec
 	queueAdds       *prometheus.CounterVec
@@ -39,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "converge_scaler_reconciles_total",
-			Help: "Reconciles by result: success, requeue, error (retried), permanent_error (not retried), dropped (retries exhausted).",
+			Help: "Reconciles by result: success, requeue, error (retried), permanent_error (not retried), exhausted (retries exhausted, tried again after a cooldown).",
 		}, []string{"result"}),
 		reconcileTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "converge_scaler_reconcile_duration_seconds",
@@ -50,9 +50,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "converge_scaler_scale_actions_total",
 			Help: "Scale-ups written to the API server.",
 		}),
-		droppedKeys: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "converge_scaler_dropped_keys_total",
-			Help: "Keys dropped after exhausting their retries.",
+		exhaustedKeys: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "converge_scaler_retries_exhausted_total",
+			Help: "Times a key ran out of quick retries; it is then tried once per cooldown until it succeeds.",
 		}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "converge_scaler_leader",
@@ -86,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{
-		m.reconciles, m.reconcileTime, m.scaleActions, m.droppedKeys, m.leader,
+		m.reconciles, m.reconcileTime, m.scaleActions, m.exhaustedKeys, m.leader,
 		m.queueDepth, m.queueAdds, m.queueLatency, m.queueWork, m.queueUnfinished, m.queueLongest, m.queueRetries,
 	} {
 		errs = append(errs, reg.Register(c))
@@ -95,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	// Pre-create the result series so dashboards see zeros, not gaps.
-	for _, r := range []string{resultSuccess, resultRequeue, resultError, resultPermanent, resultDropped} {
+	for _, r := range []string{resultSuccess, resultRequeue, resultError, resultPermanent, resultExhausted} {
 		m.reconciles.WithLabelValues(r)
 	}
 	return m, nil

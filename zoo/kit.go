@@ -243,11 +243,12 @@ func next(k *kit, ctx context.Context) bool {
 	defer k.busy.Add(-1)
 	k.reconciles.Add(1)
 	if err := k.p.reconcile(k, ctx, key); err != nil {
-		if k.queue.NumRequeues(key) < 15 {
-			k.retries.Add(1)
-			k.queue.AddRateLimited(key)
-			return true
-		}
+		// Retried for as long as it fails, the backoff capped at 1000 s by
+		// the default rate limiter: dropping it would leave a Deployment
+		// nobody changes unreconciled, for want of an event.
+		k.retries.Add(1)
+		k.queue.AddRateLimited(key)
+		return true
 	}
 	k.queue.Forget(key)
 	return true

@@ -78,6 +78,11 @@ func Mutants() []Mutant {
 			p.next = nextRetriesAtOnce
 			return p
 		}},
+		{Name: "gives-up", Bug: "drops a key after 5 retries, as client-go's workqueue example does: a Deployment whose writes fail for 155 ms is never scaled again", p: func() pieces {
+			p := correct()
+			p.next = nextGivesUp
+			return p
+		}},
 		{Name: "no-cooldown", Bug: "doubles again as soon as pods are not ready, without waiting for new pods", p: func() pieces {
 			p := correct()
 			p.settled = actAtOnce
@@ -201,6 +206,26 @@ func nextRetriesAtOnce(k *kit, ctx context.Context) bool {
 		k.retries.Add(1)
 		k.queue.Add(key)
 	}
+	return true
+}
+
+// nextGivesUp retries a failing key five times, then forgets it: the
+// rate limiter's backoff is then spent in 155 ms.
+func nextGivesUp(k *kit, ctx context.Context) bool {
+	key, quit := k.queue.Get()
+	if quit {
+		return false
+	}
+	defer k.queue.Done(key)
+	k.busy.Add(1)
+	defer k.busy.Add(-1)
+	k.reconciles.Add(1)
+	if err := k.p.reconcile(k, ctx, key); err != nil && k.queue.NumRequeues(key) < 5 {
+		k.retries.Add(1)
+		k.queue.AddRateLimited(key)
+		return true
+	}
+	k.queue.Forget(key)
 	return true
 }
 

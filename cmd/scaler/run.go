@@ -72,7 +72,7 @@ func newFlagSet(o *options, output io.Writer) *pflag.FlagSet {
 	fs.StringVar(&o.namespace, "namespace", "", "manage Deployments of this namespace only; empty means all namespaces")
 	fs.IntVar(&o.workers, "workers", controller.DefaultWorkers, "reconcile workers")
 	fs.DurationVar(&o.cooldown, "cooldown", controller.DefaultCooldown, "least time between two scale-ups of one Deployment")
-	fs.IntVar(&o.maxRetries, "max-retries", controller.DefaultMaxRetries, "retries with backoff of a failing Deployment before it is dropped")
+	fs.IntVar(&o.maxRetries, "max-retries", controller.DefaultMaxRetries, "retries with backoff of a failing Deployment before it is tried only once per cooldown")
 	fs.IntVar(&o.defaultMaxReplicas, "default-max-replicas", int(controller.DefaultMaxReplicas), "ceiling of a Deployment without the "+controller.AnnotationMaxReplicas+" annotation")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", controller.DefaultShutdownGrace, "how long in-flight reconciles may take to finish after SIGTERM")
 

@@ -128,7 +128,7 @@ func TestServeWiresProbesAndMetrics(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	for _, name := range []string{
 		"converge_scaler_reconciles_total", "converge_scaler_reconcile_duration_seconds", "converge_scaler_scale_actions_total",
-		"converge_scaler_dropped_keys_total", "workqueue_depth", "workqueue_adds_total", "workqueue_queue_duration_seconds",
+		"converge_scaler_retries_exhausted_total", "workqueue_depth", "workqueue_adds_total", "workqueue_queue_duration_seconds",
 		"workqueue_work_duration_seconds", "workqueue_retries_total", "workqueue_unfinished_work_seconds",
 		"workqueue_longest_running_processor_seconds", "go_goroutines", "process_cpu_seconds_total",
 	} {

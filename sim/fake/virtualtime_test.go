@@ -19,8 +19,8 @@ import (
 )
 
 // backoffRun runs the scaler on the fake backend, inside a synctest bubble,
-// against an API that answers every scale with 500 until the key is dropped
-// after 20 retries: 5ms doubling to 1000s, about 55 minutes of backoff. It
+// against an API that answers every scale with 500 until the key runs out
+// of its 20 retries: 5ms doubling to 1000s, about 55 minutes of backoff. It
 // returns the virtual time the run took.
 func backoffRun(t *testing.T) (virtual time.Duration, patches int) {
 	b, env := start(t)
@@ -55,10 +55,10 @@ func backoffRun(t *testing.T) (virtual time.Duration, patches int) {
 		synctest.Wait()
 		families, err := reg.Gather()
 		require.NoError(t, err)
-		if dropped(families) {
+		if exhausted(families) {
 			break
 		}
-		require.Less(t, time.Since(start), 24*time.Hour, "never dropped")
+		require.Less(t, time.Since(start), 24*time.Hour, "retries never exhausted")
 	}
 	return time.Since(start), patches
 }
@@ -78,9 +78,9 @@ func TestVirtualTimeRunsBackoffFasterThanWallTime(t *testing.T) {
 	t.Logf("virtual %v in wall %v: %.0fx", virtual, wall, virtual.Seconds()/wall.Seconds())
 }
 
-func dropped(families []*dto.MetricFamily) bool {
+func exhausted(families []*dto.MetricFamily) bool {
 	for _, f := range families {
-		if f.GetName() == "converge_scaler_dropped_keys_total" {
+		if f.GetName() == "converge_scaler_retries_exhausted_total" {
 			for _, m := range f.GetMetric() {
 				if m.GetCounter().GetValue() > 0 {
 					return true
