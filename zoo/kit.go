@@ -233,15 +233,28 @@ func run(k *kit, ctx context.Context) error {
 	return nil
 }
 
-func next(k *kit, ctx context.Context) bool {
+// take waits for the next key and counts its reconcile. release marks it
+// Done and no longer busy; every path must call it, as every path of a
+// workqueue consumer must call Done.
+func (k *kit) take() (key string, release func(), ok bool) {
 	key, quit := k.queue.Get()
 	if quit {
+		return "", nil, false
+	}
+	k.busy.Add(1)
+	k.reconciles.Add(1)
+	return key, func() {
+		k.busy.Add(-1)
+		k.queue.Done(key)
+	}, true
+}
+
+func next(k *kit, ctx context.Context) bool {
+	key, release, ok := k.take()
+	if !ok {
 		return false
 	}
-	defer k.queue.Done(key)
-	k.busy.Add(1)
-	defer k.busy.Add(-1)
-	k.reconciles.Add(1)
+	defer release()
 	if err := k.p.reconcile(k, ctx, key); err != nil {
 		// Retried for as long as it fails, the backoff capped at 1000 s by
 		// the default rate limiter: dropping it would leave a Deployment

@@ -194,14 +194,11 @@ func handlersAssertingPods(k *kit) error {
 }
 
 func nextRetriesAtOnce(k *kit, ctx context.Context) bool {
-	key, quit := k.queue.Get()
-	if quit {
+	key, release, ok := k.take()
+	if !ok {
 		return false
 	}
-	defer k.queue.Done(key)
-	k.busy.Add(1)
-	defer k.busy.Add(-1)
-	k.reconciles.Add(1)
+	defer release()
 	if err := k.p.reconcile(k, ctx, key); err != nil {
 		k.retries.Add(1)
 		k.queue.Add(key)
@@ -212,14 +209,11 @@ func nextRetriesAtOnce(k *kit, ctx context.Context) bool {
 // nextGivesUp retries a failing key five times, then forgets it: the
 // rate limiter's backoff is then spent in 155 ms.
 func nextGivesUp(k *kit, ctx context.Context) bool {
-	key, quit := k.queue.Get()
-	if quit {
+	key, release, ok := k.take()
+	if !ok {
 		return false
 	}
-	defer k.queue.Done(key)
-	k.busy.Add(1)
-	defer k.busy.Add(-1)
-	k.reconciles.Add(1)
+	defer release()
 	if err := k.p.reconcile(k, ctx, key); err != nil && k.queue.NumRequeues(key) < 5 {
 		k.retries.Add(1)
 		k.queue.AddRateLimited(key)
