@@ -340,6 +340,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	start := c.clock.Now()
 	requeued, err := c.sync(ctx, key)
 	c.metrics.reconcileTime.Observe(c.clock.Since(start).Seconds())
+	if err == nil {
+		c.recovered(ctx, key)
+	}
 	if requeued && err == nil {
 		c.queue.Forget(key)
 		c.metrics.reconciles.WithLabelValues(resultRequeue).Inc()
@@ -361,11 +364,10 @@ func (c *Controller) handleErr(ctx context.Context, key cache.ObjectName, err er
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
-		c.recovered(logger, key)
 		c.metrics.reconciles.WithLabelValues(resultSuccess).Inc()
 	case !retryable(err):
 		c.queue.Forget(key)
-		c.recovered(logger, key)
+		c.exhausted.delete(key)
 		c.metrics.reconciles.WithLabelValues(resultPermanent).Inc()
 		logger.Info("Not retrying", "deployment", key, "reason", eventReason(err), "err", err)
 		c.warnOnce(key, eventReason(err), err.Error())
@@ -391,11 +393,12 @@ func (c *Controller) handleErr(ctx context.Context, key cache.ObjectName, err er
 	}
 }
 
-// recovered ends the once-per-cooldown tries of key, if it was on them.
-func (c *Controller) recovered(logger klog.Logger, key cache.ObjectName) {
+// recovered ends the once-per-cooldown tries of key after a sync that
+// succeeded, if it was on them.
+func (c *Controller) recovered(ctx context.Context, key cache.ObjectName) {
 	if _, ok := c.exhausted.get(key); ok {
 		c.exhausted.delete(key)
-		logger.Info("Recovered after exhausting retries", "deployment", key)
+		klog.FromContext(ctx).Info("Recovered after exhausting retries", "deployment", key)
 	}
 }
 

@@ -501,10 +501,11 @@ func TestErrorsAreClassified(t *testing.T) {
 
 // TestExhaustedRetriesAreTriedEveryCooldown: an outage longer than the
 // quick retries does not lose the Deployment. Nothing else would bring it
-// back: its pods never change, so no event comes.
+// back: its pods never change, so no event comes. A second outage, after a
+// success, is reported again.
 func TestExhaustedRetriesAreTriedEveryCooldown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const cooldown, outage = 30 * time.Second, 100 * time.Second
+		const cooldown, outage, second = 30 * time.Second, 100 * time.Second, 140 * time.Second
 		c := newCluster(t, objects([]runtime.Object{deployment("web", 4)}, pods("web", 4, 0))...)
 		began := time.Now()
 		var landed time.Time
@@ -512,7 +513,7 @@ func TestExhaustedRetriesAreTriedEveryCooldown(t *testing.T) {
 		c.setBeforePatch(func(string, []byte) error {
 			mu.Lock()
 			defer mu.Unlock()
-			if time.Since(began) < outage {
+			if since := time.Since(began); since < outage || (since >= second && since < second+outage) {
 				return apierrors.NewInternalError(errors.New("down"))
 			}
 			if landed.IsZero() {
@@ -537,6 +538,16 @@ func TestExhaustedRetriesAreTriedEveryCooldown(t *testing.T) {
 		assert.Less(t, landed.Sub(began), outage+cooldown, "within a cooldown of the outage's end")
 		mu.Unlock()
 		assert.Len(t, c.patchCalls(), 1+controller.DefaultMaxRetries+4)
+
+		// Observed, the next doubling falls due in the second outage.
+		c.observe("web")
+		time.Sleep(second + outage - time.Since(began) - time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(8), c.replicas("web"), "during the second outage")
+		assert.Equal(t, 2.0, metric(t, i.ctl.Registry(), "converge_scaler_retries_exhausted_total"), "the second outage counts again")
+		time.Sleep(cooldown)
+		synctest.Wait()
+		assert.Equal(t, int32(10), c.replicas("web"), "at the default max once the API answers again")
 	})
 }
 
