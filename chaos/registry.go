@@ -72,6 +72,9 @@ var registry = map[string]func(Spec) (Fault, error){
 	"compaction":        func(s Spec) (Fault, error) { return Compaction(s.Target), nil },
 }
 
+// Verbs are the request verbs a Target can name.
+var Verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
 // Names lists the faults a Spec can name, sorted.
 func Names() []string {
 	names := make([]string, 0, len(registry))
@@ -89,7 +92,7 @@ func (s Spec) Build() (Injection, error) {
 		return Injection{}, fmt.Errorf("unknown fault %q (known: %v)", s.Fault, Names())
 	}
 	for _, v := range s.Target.Verbs {
-		if !slices.Contains([]string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}, v) {
+		if !slices.Contains(Verbs, v) {
 			return Injection{}, fmt.Errorf("%s: unknown verb %q in target", s.Fault, v)
 		}
 	}
@@ -124,6 +127,38 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = duration(n)
 	return nil
+}
+
+// MarshalJSON writes the durations as "30s", as a scenario file does.
+func (w When) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		After       string  `json:"after,omitempty"`
+		Until       string  `json:"until,omitempty"`
+		Nth         int     `json:"nth,omitempty"`
+		Count       int     `json:"count,omitempty"`
+		Probability float64 `json:"probability,omitempty"`
+		Every       string  `json:"every,omitempty"`
+	}{durationString(w.After), durationString(w.Until), w.Nth, w.Count, w.Probability, durationString(w.Every)})
+}
+
+// MarshalJSON writes the delay as "2s", as a scenario file does.
+func (s Spec) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Fault      string `json:"fault"`
+		Target     Target `json:"target,omitzero"`
+		When       When   `json:"when,omitzero"`
+		RetryAfter int    `json:"retryAfter,omitempty"`
+		Code       int    `json:"code,omitempty"`
+		Delay      string `json:"delay,omitempty"`
+	}{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, durationString(s.Delay)})
+}
+
+// durationString is d as "30s", or empty for zero.
+func durationString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // UnmarshalJSON accepts "30s" for after and until.

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
@@ -73,6 +74,12 @@ type Result struct {
 
 	// Replay is the command that runs this again with the same seed.
 	Replay string `json:"replay"`
+	// Spec is the scenario as it ran, as JSON a scenario file can hold, so
+	// the result replays with no catalogue or file at hand.
+	Spec json.RawMessage `json:"spec,omitempty"`
+	// RunID names the invocation that asked for this run, so results of
+	// one invocation are told from older ones in the same folder.
+	RunID string `json:"runID,omitempty"`
 	// Versions of what ran.
 	Versions map[string]string `json:"versions,omitempty"`
 	// Error is set when the run could not be carried out (not a verdict on
@@ -298,16 +305,21 @@ func Read(path string) (*Result, error) {
 	return &r, nil
 }
 
-// ReadDir reads every result file in dir, sorted by file name.
+// ReadDir reads every result file (*.json) in dir, sorted by file name. dir
+// is a folder's name, never a pattern. A file that is not a result is named
+// in the error and skipped.
 func ReadDir(dir string) ([]*Result, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Result
 	var errs []error
-	for _, p := range paths {
-		r, err := Read(p)
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		r, err := Read(filepath.Join(dir, e.Name()))
 		if err != nil {
 			errs = append(errs, err)
 			continue

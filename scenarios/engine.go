@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,30 @@ type Options struct {
 	// Log receives the output of controllers run out of process. Nil
 	// discards it.
 	Log io.Writer
+	// Limit, when it returns an error, ends the run as an error with that
+	// message: a wall-clock limit per run (see WallClockLimit), so no
+	// scenario holds its caller forever. It is called often (every request
+	// of the controller, every action of the other actors, every goal
+	// poll), from any goroutine.
+	Limit func() error
+	// RunID is recorded in the result, so a caller can tell the results it
+	// asked for from older ones in the same folder.
+	RunID string
+}
+
+// WallClockLimit returns a Limit that fails once d of real time has passed,
+// and a function that releases its timer. Call it outside a synctest
+// bubble: inside one, time is virtual.
+func WallClockLimit(d time.Duration) (limit func() error, stop func()) {
+	var passed atomic.Bool
+	timer := time.AfterFunc(d, func() { passed.Store(true) })
+	err := fmt.Errorf("the run passed its wall-clock limit of %v (converge run --run-timeout)", d)
+	return func() error {
+		if passed.Load() {
+			return err
+		}
+		return nil
+	}, func() { timer.Stop() }
 }
 
 // Poll is how often the goal is evaluated and the controller sampled.
@@ -76,7 +101,10 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		Schema: reports.SchemaVersion, Scenario: s.Name, Description: s.Description, Catches: s.Catches,
 		Plan:    s.Faults,
 		Backend: opts.Backend, Seed: opts.Seed, Replay: opts.Replay, Started: time.Now(),
-		Versions: versions(),
+		Versions: versions(), RunID: opts.RunID,
+	}
+	if spec, err := json.Marshal(s); err == nil {
+		res.Spec = spec
 	}
 	if opts.Controller == nil {
 		opts.Controller = Scaler{}
@@ -110,6 +138,9 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	defer watchPanics(r.hist)()
 	if err := r.run(ctx); err != nil {
 		res.Error = err.Error()
+	}
+	if r.limited.Load() {
+		res.Error = opts.Limit().Error()
 	}
 	return res
 }
@@ -149,6 +180,7 @@ type run struct {
 	// requests made since the clock last moved.
 	abort   context.CancelFunc
 	aborted atomic.Bool
+	limited atomic.Bool // the caller's Limit ended the run
 	paceMu  sync.Mutex
 	paceAt  time.Time
 	paceN   int
@@ -171,8 +203,23 @@ func (r *run) pace(at time.Time) {
 	r.paceN++
 	tripped := r.paceN == hotLoopRequests
 	r.paceMu.Unlock()
+	r.checkLimit()
 	if tripped {
 		r.hist.violate(InvNoHotLoop, at, "", "", fmt.Sprintf("%d requests without the clock moving: the controller spins", hotLoopRequests))
+		if r.abort != nil {
+			r.aborted.Store(true)
+			r.abort()
+		}
+	}
+}
+
+// checkLimit ends the run as an error once the caller's Limit says so.
+func (r *run) checkLimit() {
+	if r.opts.Limit == nil {
+		return
+	}
+	if err := r.opts.Limit(); err != nil && r.limited.CompareAndSwap(false, true) {
+		r.hist.log(time.Now(), err.Error())
 		if r.abort != nil {
 			r.aborted.Store(true)
 			r.abort()
@@ -639,6 +686,7 @@ func (r *run) every(ctx context.Context, period, until Duration, act func(n int)
 					return
 				}
 			}
+			r.checkLimit()
 			act(n)
 		}
 	}()
@@ -694,6 +742,9 @@ func (r *run) watchGoal(ctx context.Context) {
 			}
 			return
 		case <-tick.C:
+		}
+		if r.checkLimit(); r.limited.Load() {
+			return
 		}
 		now := time.Now()
 		r.sample(now)

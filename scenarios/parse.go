@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -13,48 +15,83 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/converge-lab/converge/reports"
 )
 
+// Limits on a scenario file, so that no file, however written, makes the
+// parser take unbounded time or memory.
+const (
+	// MaxFileSize is the largest scenario file read.
+	MaxFileSize = 1 << 20
+	// maxNodes bounds the YAML nodes visited, aliases expanded: a file of a
+	// few kilobytes can otherwise fan out to millions of nodes.
+	maxNodes = 100_000
+	// maxErrors is how many mistakes are listed; the rest are counted.
+	maxErrors = 50
+)
+
 // Load reads and parses a scenario file.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d KiB: a scenario file is a page of YAML", path, MaxFileSize>>10)
 	}
 	return Parse(path, data)
 }
 
-// Parse reads a scenario from YAML, strictly: an unknown field, a value of
-// the wrong type, a bad duration or an invalid setting is an error naming
-// the file, the line and the field. All of them are reported at once.
+// Parse reads a scenario from YAML (or JSON), strictly: an unknown field, a
+// value of the wrong type, a bad duration or an invalid setting is an error
+// naming the file, the line and the field. All of them are reported at
+// once. A file holds one scenario: a second YAML document is an error.
+// Strings are read as written (name: no is the string "no"), durations
+// only as strings with a unit ("2s"; a bare 2 is refused, 0 aside).
 func Parse(file string, data []byte) (*Scenario, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d KiB: a scenario file is a page of YAML", file, MaxFileSize>>10)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty scenario", file)
+		}
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	if len(root.Content) == 0 {
 		return nil, fmt.Errorf("%s: empty scenario", file)
 	}
-	doc := root.Content[0]
-	var errs []error
-	checkNode(doc, reflect.TypeFor[Scenario](), "", func(n *yaml.Node, path, msg string) {
-		errs = append(errs, fmt.Errorf("%s:%d: %s: %s", file, n.Line, path, msg))
-	})
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	var second yaml.Node
+	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
+		line := second.Line
+		if err != nil {
+			return nil, fmt.Errorf("%s: after the first document: %w", file, err)
+		}
+		return nil, fmt.Errorf("%s:%d: a scenario file holds one scenario; this is a second YAML document", file, line)
 	}
-	raw, err := sigsyaml.YAMLToJSON(data)
+	doc := root.Content[0]
+	d := &decoder{file: file}
+	value := d.node(doc, reflect.TypeFor[Scenario](), "")
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	var s Scenario
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+	jd := json.NewDecoder(bytes.NewReader(raw))
+	jd.DisallowUnknownFields()
+	if err := jd.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", file, doc.Line, err)
 	}
 	if err := s.Validate(); err != nil {
 		var out []error
@@ -83,9 +120,43 @@ var (
 	reportDurationType = reflect.TypeFor[reports.Duration]()
 )
 
-// checkNode checks n against Go type t by its JSON field names, reporting
-// unknown fields and scalars that do not parse as t.
-func checkNode(n *yaml.Node, t reflect.Type, path string, bad func(n *yaml.Node, path, msg string)) {
+// decoder turns YAML nodes into JSON values guided by the Go type they
+// will be decoded into, collecting every mistake with its line.
+type decoder struct {
+	file    string
+	visited int
+	errs    []error
+	more    int
+	tooBig  bool
+}
+
+func (d *decoder) bad(n *yaml.Node, path, msg string) {
+	if len(d.errs) >= maxErrors {
+		d.more++
+		return
+	}
+	d.errs = append(d.errs, fmt.Errorf("%s:%d: %s: %s", d.file, n.Line, path, msg))
+}
+
+func (d *decoder) err() error {
+	errs := d.errs
+	if d.more > 0 {
+		errs = append(errs, fmt.Errorf("%s: and %d more mistakes", d.file, d.more))
+	}
+	return errors.Join(errs...)
+}
+
+// node returns n as a JSON value for type t, or nil where n is wrong (and
+// reported) or null.
+func (d *decoder) node(n *yaml.Node, t reflect.Type, path string) any {
+	if d.tooBig {
+		return nil
+	}
+	if d.visited++; d.visited > maxNodes {
+		d.tooBig = true
+		d.bad(n, path, fmt.Sprintf("the file expands to more than %d values (aliases included): a scenario is smaller", maxNodes))
+		return nil
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -93,79 +164,125 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, bad func(n *yaml.Node,
 		n = n.Alias
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return
+		return nil
 	}
-	switch {
-	case t == durationType || t == reportDurationType:
+	if t == durationType || t == reportDurationType {
 		if n.Kind != yaml.ScalarNode {
-			bad(n, path, "a duration is a string like \"30s\"")
-			return
+			d.bad(n, path, "a duration is a string like \"30s\"")
+			return nil
 		}
-		if _, err := time.ParseDuration(n.Value); err != nil {
-			if _, intErr := strconv.ParseInt(n.Value, 10, 64); intErr != nil || t == reportDurationType {
-				bad(n, path, fmt.Sprintf("%q is not a duration like \"30s\"", n.Value))
+		if n.Value == "0" {
+			return "0s"
+		}
+		v, err := time.ParseDuration(n.Value)
+		if err != nil {
+			if _, intErr := strconv.ParseFloat(n.Value, 64); intErr == nil {
+				d.bad(n, path, fmt.Sprintf("%s has no unit: write a duration like \"%ss\"", n.Value, n.Value))
+			} else {
+				d.bad(n, path, fmt.Sprintf("%q is not a duration like \"30s\"", n.Value))
 			}
+			return nil
 		}
-		return
+		return v.String()
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			bad(n, path, "expected a mapping of fields")
-			return
+			d.bad(n, path, "expected a mapping of fields")
+			return nil
 		}
 		fields := jsonFields(t)
-		seen := map[string]bool{}
+		out := map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := join(path, k.Value)
-			if seen[k.Value] {
-				bad(k, p, "given twice")
-			}
-			seen[k.Value] = true
-			ft, ok := fields[k.Value]
-			if !ok {
-				bad(k, p, fmt.Sprintf("unknown field (known: %s)", strings.Join(sortedKeys(fields), ", ")))
+			if _, seen := out[k.Value]; seen {
+				d.bad(k, p, "given twice")
 				continue
 			}
-			checkNode(v, ft, p, bad)
+			ft, ok := fields[k.Value]
+			if !ok {
+				d.bad(k, p, fmt.Sprintf("unknown field (known: %s)", strings.Join(sortedKeys(fields), ", ")))
+				continue
+			}
+			out[k.Value] = d.node(v, ft, p)
 		}
+		return out
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			bad(n, path, "expected a list")
-			return
+			d.bad(n, path, "expected a list")
+			return nil
 		}
+		out := make([]any, 0, len(n.Content))
 		for i, c := range n.Content {
-			checkNode(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), bad)
+			out = append(out, d.node(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)))
 		}
+		return out
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			bad(n, path, "expected a mapping")
-			return
+			d.bad(n, path, "expected a mapping")
+			return nil
 		}
+		out := map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			checkNode(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), bad)
+			k := n.Content[i]
+			if k.Kind == yaml.AliasNode {
+				k = k.Alias
+			}
+			if k.Kind != yaml.ScalarNode {
+				d.bad(k, path, "a key is a plain string")
+				continue
+			}
+			p := join(path, k.Value)
+			if _, seen := out[k.Value]; seen {
+				d.bad(k, p, "given twice")
+				continue
+			}
+			out[k.Value] = d.node(n.Content[i+1], t.Elem(), p)
 		}
+		return out
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
-			bad(n, path, "expected a string")
+			d.bad(n, path, "expected a string")
+			return nil
 		}
+		// As written: a YAML 1.1 reader would turn "no" into false.
+		return n.Value
 	case reflect.Bool:
-		if _, err := strconv.ParseBool(n.Value); n.Kind != yaml.ScalarNode || err != nil {
-			bad(n, path, "expected true or false")
+		v, err := strconv.ParseBool(n.Value)
+		if n.Kind != yaml.ScalarNode || err != nil || (n.Value != "true" && n.Value != "false") {
+			d.bad(n, path, "expected true or false")
+			return nil
 		}
+		return v
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if _, err := strconv.ParseInt(n.Value, 10, t.Bits()); n.Kind != yaml.ScalarNode || err != nil {
-			bad(n, path, fmt.Sprintf("expected a whole number (%d bits), got %q", t.Bits(), n.Value))
+		v, err := strconv.ParseInt(n.Value, 10, t.Bits())
+		if n.Kind != yaml.ScalarNode || err != nil {
+			d.bad(n, path, fmt.Sprintf("expected a whole number (%d bits), got %q", t.Bits(), n.Value))
+			return nil
 		}
+		return v
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if _, err := strconv.ParseUint(n.Value, 10, t.Bits()); n.Kind != yaml.ScalarNode || err != nil {
-			bad(n, path, fmt.Sprintf("expected a whole number >= 0, got %q", n.Value))
+		v, err := strconv.ParseUint(n.Value, 10, t.Bits())
+		if n.Kind != yaml.ScalarNode || err != nil {
+			d.bad(n, path, fmt.Sprintf("expected a whole number >= 0, got %q", n.Value))
+			return nil
 		}
+		return v
 	case reflect.Float32, reflect.Float64:
-		if _, err := strconv.ParseFloat(n.Value, 64); n.Kind != yaml.ScalarNode || err != nil {
-			bad(n, path, fmt.Sprintf("expected a number, got %q", n.Value))
+		v, err := strconv.ParseFloat(n.Value, 64)
+		if n.Kind != yaml.ScalarNode || err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			d.bad(n, path, fmt.Sprintf("expected a finite number, got %q", n.Value))
+			return nil
 		}
+		return v
+	default:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			d.bad(n, path, err.Error())
+			return nil
+		}
+		return v
 	}
 }
 
@@ -235,12 +352,19 @@ func locate(doc *yaml.Node, path string) int {
 }
 
 func field(n *yaml.Node, name string) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == name {
-			return n.Content[i+1]
+			v := n.Content[i+1]
+			if v.Kind == yaml.AliasNode {
+				v = v.Alias
+			}
+			return v
 		}
 	}
 	return nil

@@ -3,9 +3,12 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
@@ -193,16 +196,41 @@ type fieldError struct {
 
 func (e fieldError) Error() string { return e.path + ": " + e.msg }
 
+// Bounds that make every valid scenario finish in bounded time and memory.
+// A scenario past them is refused when it is loaded, with the bound named.
+const (
+	MaxNameLength  = 50
+	MaxDeployments = 5000
+	MaxUnmanaged   = 5000
+	MaxReplicas    = 1000
+	// MaxPods bounds the pods the workload can ask for: every managed
+	// Deployment at its max and every unmanaged one at its replicas.
+	MaxPods = 100_000
+	// MinInterval is the shortest period of a repeated action (label
+	// edits, pod deletions, readiness flaps, a repeated fault): well above
+	// the clock's resolution, so virtual time moves.
+	MinInterval = 10 * time.Millisecond
+	// MaxDeadline bounds a run's simulated time.
+	MaxDeadline  = 24 * time.Hour
+	MaxInstances = 10
+	MaxFaults    = 100
+	MaxLabels    = 32
+	MaxCommand   = 100
+)
+
 // Validate checks every field and returns all that is wrong.
 func (s Scenario) Validate() error {
 	var errs []error
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, fieldError{path, fmt.Sprintf(format, args...)})
 	}
-	if s.Name == "" {
+	switch {
+	case s.Name == "":
 		bad("name", "required")
-	} else if strings.Trim(strings.ToLower(s.Name), "abcdefghijklmnopqrstuvwxyz0123456789-") != "" || s.Name != strings.ToLower(s.Name) {
-		bad("name", "%q: use lower-case letters, digits and dashes", s.Name)
+	case len(s.Name) > MaxNameLength:
+		bad("name", "at most %d characters, got %d", MaxNameLength, len(s.Name))
+	case len(validation.IsDNS1123Label(s.Name)) > 0:
+		bad("name", "%q: use lower-case letters, digits and dashes, starting and ending with a letter or digit", s.Name)
 	}
 	if s.Catches == "" {
 		bad("catches", "say which broken behaviour this scenario catches")
@@ -213,34 +241,101 @@ func (s Scenario) Validate() error {
 		}
 	}
 	w := s.Workload
-	switch {
-	case w.Deployments < 0 || w.Deployments > 5000:
-		bad("workload.deployments", "must be within 0..5000, got %d", w.Deployments)
-	case w.Replicas < 0:
-		bad("workload.replicas", "must not be negative, got %d", w.Replicas)
-	case w.MaxReplicas < 0:
-		bad("workload.maxReplicas", "must not be negative, got %d", w.MaxReplicas)
-	case w.Replicas > 0 && w.MaxReplicas > 0 && w.MaxReplicas < w.Replicas:
+	if w.Deployments < 0 || w.Deployments > MaxDeployments {
+		bad("workload.deployments", "must be within 0..%d, got %d", MaxDeployments, w.Deployments)
+	}
+	if w.Unmanaged < 0 || w.Unmanaged > MaxUnmanaged {
+		bad("workload.unmanaged", "must be within 0..%d, got %d", MaxUnmanaged, w.Unmanaged)
+	}
+	if w.Replicas < 0 || w.Replicas > MaxReplicas {
+		bad("workload.replicas", "must be within 0..%d, got %d", MaxReplicas, w.Replicas)
+	}
+	if w.MaxReplicas < 0 || w.MaxReplicas > MaxReplicas {
+		bad("workload.maxReplicas", "must be within 0..%d, got %d", MaxReplicas, w.MaxReplicas)
+	} else if w.Replicas > 0 && w.MaxReplicas > 0 && w.MaxReplicas < w.Replicas {
 		bad("workload.maxReplicas", "%d is below replicas %d", w.MaxReplicas, w.Replicas)
-	case w.Unmanaged < 0:
-		bad("workload.unmanaged", "must not be negative, got %d", w.Unmanaged)
+	}
+	if d := s.withDefaults().Workload; d.Deployments >= 0 && d.Unmanaged >= 0 && d.Replicas >= 0 && d.MaxReplicas >= 0 {
+		if pods := int64(d.Deployments)*int64(d.MaxReplicas) + int64(d.Unmanaged)*int64(d.Replicas); pods > MaxPods {
+			bad("workload", "asks for up to %d pods (deployments x maxReplicas + unmanaged x replicas), at most %d", pods, MaxPods)
+		}
+		// The longest name the workload makes: <prefix>-unmanaged-<i>.
+		longest := fmt.Sprintf("%s-unmanaged-%d", d.Prefix, max(d.Deployments, d.Unmanaged))
+		if msgs := validation.IsDNS1123Label(strings.TrimSuffix(d.Prefix, "-")); w.Prefix != "" && len(msgs) > 0 {
+			bad("workload.prefix", "%q: %s", w.Prefix, strings.Join(msgs, "; "))
+		} else if len(longest) > 50 {
+			bad("workload.prefix", "%q makes names of up to %d characters (%s), at most 50 leave room for pod names", w.Prefix, len(longest), longest)
+		}
+	}
+	if len(w.Labels) > MaxLabels {
+		bad("workload.labels", "at most %d labels, got %d", MaxLabels, len(w.Labels))
+	}
+	for _, k := range sortedKeys(w.Labels) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			bad("workload.labels."+k, "key %q: %s", k, msg)
+		}
+		for _, msg := range validation.IsValidLabelValue(w.Labels[k]) {
+			bad("workload.labels."+k, "value %q: %s", w.Labels[k], msg)
+		}
+	}
+	if len(w.Image) > 1024 || strings.ContainsAny(w.Image, " \t\n\r") {
+		bad("workload.image", "an image reference without spaces, at most 1024 characters")
 	}
 	if s.Readiness != (Readiness{}) {
-		if err := s.Readiness.Model().Validate(); err != nil {
+		r := s.Readiness
+		if err := r.Model().Validate(); err != nil {
 			bad("readiness", "%v", err)
 		}
-	}
-	for i, f := range s.Faults {
-		if _, err := f.Build(); err != nil {
-			bad(fmt.Sprintf("faults[%d]", i), "%v", err)
+		if r.Period != 0 && time.Duration(r.Period) < MinInterval {
+			bad("readiness.period", "at least %v, got %v", MinInterval, time.Duration(r.Period))
+		}
+		if r.Delay > Duration(MaxDeadline) || r.Jitter > Duration(MaxDeadline) || r.Period > Duration(MaxDeadline) {
+			bad("readiness", "delay, jitter and period must be at most %v", MaxDeadline)
+		}
+		if r.PerNode > MaxReplicas {
+			bad("readiness.perNode", "at most %d, got %d", MaxReplicas, r.PerNode)
 		}
 	}
-	if i := s.Interference; i.LabelEditsEvery < 0 || i.LabelEditsUntil < 0 || i.PodDeletionsEvery < 0 || i.PodDeletionsUntil < 0 {
+	if len(s.Faults) > MaxFaults {
+		bad("faults", "at most %d faults, got %d", MaxFaults, len(s.Faults))
+	}
+	for i, f := range s.Faults {
+		if i >= MaxFaults {
+			break
+		}
+		path := fmt.Sprintf("faults[%d]", i)
+		if _, err := f.Build(); err != nil {
+			bad(path, "%v", err)
+		}
+		if e := f.When.Every; e != 0 && e < MinInterval {
+			bad(path+".when.every", "at least %v, got %v", MinInterval, e)
+		}
+		if f.When.After > MaxDeadline || f.When.Until > MaxDeadline || f.When.Every > MaxDeadline || f.Delay > MaxDeadline {
+			bad(path, "after, until, every and delay must be at most %v", MaxDeadline)
+		}
+		if len(f.Target.Verbs) > 8 {
+			bad(path+".target.verbs", "at most 8 verbs, got %d", len(f.Target.Verbs))
+		}
+		if f.RetryAfter > 3600 {
+			bad(path+".retryAfter", "at most 3600 seconds, got %d", f.RetryAfter)
+		}
+	}
+	in := s.Interference
+	if in.LabelEditsEvery < 0 || in.LabelEditsUntil < 0 || in.PodDeletionsEvery < 0 || in.PodDeletionsUntil < 0 {
 		bad("interference", "durations must not be negative")
 	}
+	if in.LabelEditsEvery > 0 && time.Duration(in.LabelEditsEvery) < MinInterval {
+		bad("interference.labelEditsEvery", "at least %v, got %v", MinInterval, time.Duration(in.LabelEditsEvery))
+	}
+	if in.PodDeletionsEvery > 0 && time.Duration(in.PodDeletionsEvery) < MinInterval {
+		bad("interference.podDeletionsEvery", "at least %v, got %v", MinInterval, time.Duration(in.PodDeletionsEvery))
+	}
 	c := s.Controller
-	if c.Instances < 0 || c.Instances > 10 {
-		bad("controller.instances", "must be within 0..10, got %d", c.Instances)
+	if c.Instances < 0 || c.Instances > MaxInstances {
+		bad("controller.instances", "must be within 0..%d, got %d", MaxInstances, c.Instances)
+	}
+	if len(c.Command) > MaxCommand {
+		bad("controller.command", "at most %d arguments, got %d", MaxCommand, len(c.Command))
 	}
 	if len(c.Command) > 0 && slices.Contains(s.Backends, Fake) {
 		bad("controller.command", "a controller binary needs a server to reach: list backends without fake")
@@ -251,8 +346,17 @@ func (s Scenario) Validate() error {
 	if c.Cooldown < 0 || c.RestartAfter < 0 || c.LeaseDuration < 0 || c.StartAfter < 0 {
 		bad("controller", "durations must not be negative")
 	}
+	if c.Cooldown > Duration(MaxDeadline) || c.RestartAfter > Duration(MaxDeadline) || c.LeaseDuration > Duration(MaxDeadline) || c.StartAfter > Duration(MaxDeadline) {
+		bad("controller", "durations must be at most %v", MaxDeadline)
+	}
+	if c.LeaseDuration != 0 && c.LeaseDuration < Duration(time.Second) {
+		bad("controller.leaseDuration", "at least 1s, got %v", time.Duration(c.LeaseDuration))
+	}
 	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 {
 		bad("timing", "durations must not be negative")
+	}
+	if s.Timing.Deadline > Duration(MaxDeadline) {
+		bad("timing.deadline", "at most %v, got %v", MaxDeadline, time.Duration(s.Timing.Deadline))
 	}
 	if d, st := s.withDefaults().Timing.Deadline, s.withDefaults().Timing.Settle; st >= d {
 		bad("timing.settle", "the settle window (%v) must be shorter than the deadline (%v)", time.Duration(st), time.Duration(d))
@@ -261,13 +365,26 @@ func (s Scenario) Validate() error {
 	if b.WritesPerDeployment < 0 || b.WriteAmplification < 0 || b.Reconciles < 0 {
 		bad("budgets", "must not be negative")
 	}
-	for verb, n := range b.Requests {
-		if n < 0 {
+	if math.IsNaN(b.WriteAmplification) || math.IsInf(b.WriteAmplification, 0) {
+		bad("budgets.writeAmplification", "must be a finite number")
+	}
+	for _, verb := range sortedKeys(b.Requests) {
+		if n := b.Requests[verb]; n < 0 {
 			bad("budgets.requests."+verb, "must not be negative, got %d", n)
 		}
+		if !slices.Contains(chaos.Verbs, verb) {
+			bad("budgets.requests."+verb, "unknown verb (known: %s)", strings.Join(chaos.Verbs, ", "))
+		}
+	}
+	if f := s.Readiness.Fraction; math.IsNaN(f) || math.IsInf(f, 0) {
+		bad("readiness.fraction", "must be a finite number")
 	}
 	return errors.Join(errs...)
 }
+
+// RunsOnBackends returns the backends the scenario runs on, defaults
+// filled.
+func (s Scenario) RunsOnBackends() []string { return s.withDefaults().Backends }
 
 // RunsOn reports whether the scenario runs on backend.
 func (s Scenario) RunsOn(backend string) bool {

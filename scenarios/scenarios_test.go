@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,13 +22,25 @@ import (
 )
 
 var (
-	seeds     = flag.Int("scenarios.seeds", 1, "seeds per scenario and backend (1..N)")
-	firstSeed = flag.Uint64("scenarios.seed", 1, "the first seed")
-	reportDir = flag.String("scenarios.report", "", "write every result into this folder (failing runs are always written)")
-	files     = flag.String("scenarios.files", "", "comma-separated scenario files to run")
-	names     = flag.String("scenarios.names", "", "comma-separated catalogue scenarios to run (default: all, unless files are given)")
-	backends  = flag.String("scenarios.backends", "fake,envtest", "backends to run on (-short: fake only)")
+	seeds      = flag.Int("scenarios.seeds", 1, "seeds per scenario and backend (1..N)")
+	firstSeed  = flag.Uint64("scenarios.seed", 1, "the first seed")
+	reportDir  = flag.String("scenarios.report", "", "write every result into this folder (failing runs are always written)")
+	names      = flag.String("scenarios.names", "", "comma-separated catalogue scenarios to run (default: all, unless files are given)")
+	backends   = flag.String("scenarios.backends", "fake,envtest", "backends to run on (-short: fake only)")
+	runID      = flag.String("scenarios.run-id", "", "recorded in every result: the invocation that asked for the run")
+	runTimeout = flag.Duration("scenarios.run-timeout", 15*time.Minute, "wall-clock limit of one run")
+	files      fileList
 )
+
+func init() {
+	flag.Var(&files, "scenarios.file", "a scenario file to run (repeat for more)")
+}
+
+// fileList is a repeated flag: paths are taken whole, commas and all.
+type fileList []string
+
+func (f *fileList) String() string     { return strings.Join(*f, " ") }
+func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 
 func TestMain(m *testing.M) {
 	fake.DropErrorBackoff()
@@ -51,7 +64,11 @@ func TestScenarios(t *testing.T) {
 					continue
 				}
 				t.Run(backend, func(t *testing.T) {
-					for seed := *firstSeed; seed < *firstSeed+uint64(*seeds); seed++ {
+					if *seeds < 1 || *firstSeed > math.MaxUint64-uint64(*seeds-1) {
+						t.Fatalf("-scenarios.seed=%d -scenarios.seeds=%d: the seeds must fit in 0..%d", *firstSeed, *seeds, uint64(math.MaxUint64))
+					}
+					for i := range uint64(*seeds) {
+						seed := *firstSeed + i
 						t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 							res := runOne(t, s, backend, seed)
 							if !res.Pass {
@@ -71,29 +88,39 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// fromFile maps a scenario loaded from a file to that file, for its replay
+// command.
+var fromFile = map[*scenarios.Scenario]string{}
+
 func loadScenarios(t *testing.T) []*scenarios.Scenario {
 	t.Helper()
-	if *files == "" && *names == "" {
+	if len(files) == 0 && *names == "" {
 		all, err := scenarios.Catalogue()
 		require.NoError(t, err)
 		return all
 	}
 	var out []*scenarios.Scenario
+	seen := map[string]string{}
+	add := func(s *scenarios.Scenario, from string) {
+		if other, dup := seen[s.Name]; dup {
+			t.Fatalf("two scenarios named %q (%s and %s): their results would overwrite each other", s.Name, other, from)
+		}
+		seen[s.Name] = from
+		out = append(out, s)
+	}
 	for _, n := range strings.Split(*names, ",") {
 		if n == "" {
 			continue
 		}
 		s, err := scenarios.Lookup(n)
 		require.NoError(t, err)
-		out = append(out, s)
+		add(s, "the catalogue")
 	}
-	for _, f := range strings.Split(*files, ",") {
-		if f == "" {
-			continue
-		}
+	for _, f := range files {
 		s, err := scenarios.Load(f)
 		require.NoError(t, err)
-		out = append(out, s)
+		fromFile[s] = f
+		add(s, f)
 	}
 	return out
 }
@@ -103,7 +130,9 @@ func loadScenarios(t *testing.T) []*scenarios.Scenario {
 // real time. It writes the result where asked, and always when it failed.
 func runOne(t *testing.T, s *scenarios.Scenario, backend string, seed uint64) *reports.Result {
 	t.Helper()
-	opts := scenarios.Options{Backend: backend, Seed: seed, Replay: replay(s, backend, seed)}
+	limit, stop := scenarios.WallClockLimit(*runTimeout) // outside the bubble: real time
+	defer stop()
+	opts := scenarios.Options{Backend: backend, Seed: seed, Replay: replay(s, backend, seed), RunID: *runID, Limit: limit}
 	var res *reports.Result
 	switch backend {
 	case scenarios.Fake:
@@ -129,16 +158,18 @@ func runOne(t *testing.T, s *scenarios.Scenario, backend string, seed uint64) *r
 }
 
 func replay(s *scenarios.Scenario, backend string, seed uint64) string {
-	cmd := fmt.Sprintf("go test ./scenarios -count=1 -run '^TestScenarios$/^%s$/^%s$/^seed-%d$' -scenarios.seed=%d", s.Name, backend, seed, seed)
-	if *files != "" && !isCatalogued(s.Name) {
-		cmd += " -scenarios.files=" + *files
+	cmd := fmt.Sprintf("go test ./scenarios -count=1 -run '^TestScenarios$/^%s$/^%s$/^seed-%d$' -scenarios.seed=%d -scenarios.backends=%s", s.Name, backend, seed, seed, backend)
+	if f, ok := fromFile[s]; ok {
+		cmd += " -scenarios.file=" + shellQuote(f)
+	} else {
+		cmd += " -scenarios.names=" + s.Name
 	}
 	return cmd
 }
 
-func isCatalogued(name string) bool {
-	_, err := scenarios.Lookup(name)
-	return err == nil
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // runsAlone says whether s needs the shared control plane to itself: it

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +31,11 @@ are rendered, and the command then exits 1.`,
 			dir := args[0]
 			if out == "" {
 				out = dir
+			}
+			if st, err := os.Stat(dir); err != nil {
+				return usageError{fmt.Errorf("results folder: %w", err)}
+			} else if !st.IsDir() {
+				return usageError{fmt.Errorf("%s is not a folder of results", dir)}
 			}
 			results, readErr := reports.ReadDir(dir)
 			if len(results) == 0 {

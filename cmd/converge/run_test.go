@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,15 +21,46 @@ import (
 )
 
 func TestSeedList(t *testing.T) {
-	for in, want := range map[string][]uint64{"3": {1, 2, 3}, "5-7": {5, 6, 7}, "9,2": {9, 2}, "4,": {4}} {
+	for in, want := range map[string][]uint64{
+		"3": {3}, "0": {0}, "5-7": {5, 6, 7}, "9,2": {9, 2}, "4,": {4}, "2,2,3": {2, 3},
+		// The top of uint64: one seed, and a range that ends there.
+		"18446744073709551615-18446744073709551615": {math.MaxUint64},
+		"18446744073709551614-18446744073709551615": {math.MaxUint64 - 1, math.MaxUint64},
+	} {
 		got, err := seedList(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	for _, bad := range []string{"0", "x", "7-5", "1,x", "1-99999", ""} {
+	for _, bad := range []string{"x", "7-5", "1,x", "1-99999", "", ",", "18446744073709551616", "-3", "1-", "0-10000"} {
 		_, err := seedList(bad)
 		assert.Error(t, err, bad)
 	}
+	var many []string
+	for i := range 10_001 {
+		many = append(many, strconv.Itoa(i))
+	}
+	_, err := seedList(strings.Join(many, ","))
+	assert.ErrorContains(t, err, "more than 10000 seeds")
+}
+
+func FuzzSeedList(f *testing.F) {
+	for _, s := range []string{"1", "1-20", "3,9,12", "18446744073709551615-18446744073709551615", "0-9999", "7,", "-", ",,", "1-2-3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		seeds, err := seedList(s)
+		if err != nil {
+			require.Contains(t, err.Error(), "--seeds")
+			return
+		}
+		require.NotEmpty(t, seeds)
+		require.LessOrEqual(t, len(seeds), maxSeeds)
+		seen := map[uint64]bool{}
+		for _, n := range seeds {
+			require.False(t, seen[n], "seed %d twice", n)
+			seen[n] = true
+		}
+	})
 }
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -43,6 +78,15 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"run", "--nope"},
 		{"frobnicate"},
 		{"replay", "/nonexistent/result.json"},
+		{"replay"},
+		{"replay", "a.json", "b.json"},
+		{"report", "/nonexistent/results"},
+		{"run", "baseline", "--seeds", "18446744073709551616"},
+		{"run", "baseline", "--run-timeout", "0s"},
+		{"run", "baseline", "--junit", "/nonexistent/folder/junit.xml"},
+		{"run", "baseline", "--test-binary", "/nonexistent/converge-scenarios.test"},
+		{"run", "baseline", "--backend", "cluster"},
+		{"run", "throttle-storm", "--backend", "fake"},
 	} {
 		_, err := run(t, args...)
 		require.Error(t, err, args)
@@ -104,13 +148,14 @@ budgets: {requests: {patch: 1}}
 `), 0o644))
 	report := filepath.Join(dir, "report")
 	junit := filepath.Join(dir, "junit.xml")
-	out, err := run(t, "run", "baseline", failing, "--backend", "fake", "--seeds", "2", "--report", report, "--junit", junit, "--test-binary", scenarioTests(t))
+	out, err := run(t, "run", "baseline", failing, "--backend", "fake", "--seeds", "1-2", "--report", report, "--junit", junit, "--test-binary", scenarioTests(t))
 	require.ErrorIs(t, err, errFailed, out)
 	assert.Equal(t, 1, exitCode(err))
 	assert.Contains(t, out, "PASS  baseline/fake/seed-1")
 	assert.Contains(t, out, "FAIL  too-few-writes/fake/seed-2")
 	assert.Regexp(t, `budget: \d+ patch requests, budget 1`, out)
-	assert.Contains(t, out, "replay: go test ./scenarios")
+	assert.Contains(t, out, "replay: converge replay "+filepath.Join(report, "too-few-writes_fake_2.json"))
+	assert.Contains(t, out, "-scenarios.file='"+failing+"'")
 	assert.Contains(t, out, "4 runs, 2 failed")
 	assert.Contains(t, out, "report:  "+filepath.Join(report, "index.html"))
 	assert.FileExists(t, filepath.Join(report, "runs", "too-few-writes_fake_2.html"))
@@ -122,8 +167,10 @@ budgets: {requests: {patch: 1}}
 	require.NoError(t, err)
 	assert.Contains(t, string(x), `failures="2"`)
 
-	// replay of the failing run: same verdict, same (empty) fault schedule.
-	out, err = run(t, "replay", filepath.Join(report, "too-few-writes_fake_2.json"), "--file", failing, "--test-binary", scenarioTests(t))
+	// replay of the failing run: same verdict, same (empty) fault schedule,
+	// from the scenario the result holds.
+	require.NoError(t, os.Remove(failing))
+	out, err = run(t, "replay", filepath.Join(report, "too-few-writes_fake_2.json"), "--test-binary", scenarioTests(t))
 	require.ErrorIs(t, err, errFailed, out)
 	assert.Regexp(t, `replay: pass=false budget: \d+ patch requests, budget 1`, out)
 	assert.Contains(t, out, "fault schedule: the same 0 firings")
@@ -153,4 +200,17 @@ func TestReport(t *testing.T) {
 	assert.ErrorContains(t, err, "no results")
 	_, err = run(t, "report")
 	assert.Equal(t, 2, exitCode(err))
+
+	// A missing folder is said to be missing, and a path is never a
+	// pattern: no sibling folders merged, no folder named "*" made.
+	_, err = run(t, "report", filepath.Join(t.TempDir(), "gone"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	parent := t.TempDir()
+	for _, sub := range []string{"a", "b"} {
+		_, err := reports.Write(filepath.Join(parent, sub), r)
+		require.NoError(t, err)
+	}
+	_, err = run(t, "report", filepath.Join(parent, "*"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.NoDirExists(t, filepath.Join(parent, "*"))
 }
