@@ -179,6 +179,34 @@ func TestConformanceAPISemantics(t *testing.T) {
 	})
 }
 
+// TestConformanceInvalidNames: a name the API server refuses, given or
+// generated, is a 422 Invalid whose causes name metadata.name, and nothing
+// is stored.
+func TestConformanceInvalidNames(t *testing.T) {
+	onEveryBackend(t, world.Model{Kind: world.NeverReady}, func(t *testing.T, env *sim.Env) {
+		ctx := context.Background()
+		deploys := env.Observer.AppsV1().Deployments(env.Namespace)
+		named := deployment("web", 1) // valid labels, so only the name is wrong
+		named.Name = "web<-0"
+		generated := deployment("web", 1)
+		generated.Name, generated.GenerateName = "", "web<-"
+		for _, d := range []*appsv1.Deployment{named, generated} {
+			_, err := deploys.Create(ctx, d, metav1.CreateOptions{})
+			require.True(t, apierrors.IsInvalid(err), "name %q, generateName %q: %v", d.Name, d.GenerateName, err)
+			details := err.(apierrors.APIStatus).Status().Details
+			require.NotNil(t, details)
+			var fields []string
+			for _, c := range details.Causes {
+				fields = append(fields, c.Field)
+			}
+			assert.Contains(t, fields, "metadata.name", "name %q, generateName %q: %v", d.Name, d.GenerateName, err)
+		}
+		list, err := deploys.List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, list.Items)
+	})
+}
+
 func mustInt(t *testing.T, s string) int64 {
 	t.Helper()
 	n, err := strconv.ParseInt(s, 10, 64)

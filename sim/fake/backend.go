@@ -21,11 +21,19 @@
 //     the fake's 100-event watcher never panics;
 //   - graceful deletion of pods bound to a node (deletionTimestamp set, the
 //     kubelet finishes) and finalizers on every kind;
-//   - the pods/binding subresource (spec.nodeName set once).
+//   - the pods/binding subresource (spec.nodeName set once);
+//   - metadata checked on create as the API server checks it, generated
+//     names included: metadata.name by its resource's rule (a DNS-1123
+//     subdomain for most kinds, a DNS-1123 label for Namespaces and
+//     Services, a path segment for core Events and RBAC), the namespace's
+//     name, labels, annotations, finalizers and owner references; a refused
+//     create is a 422 Invalid with the causes, and stores nothing.
 //
-// What still differs from a real API server: no admission, validation or
-// defaulting (an invalid object is stored as sent, and a pod's status is only
-// reset to Pending on create); no server-side apply; no RBAC; other field
+// What still differs from a real API server: no admission (an object in a
+// missing namespace is stored), no validation beyond metadata on create and
+// no defaulting (an invalid spec is stored as sent, and a pod's status is
+// only reset to Pending on create); generated names end in a count of
+// writes, not random letters; no server-side apply; no RBAC; other field
 // selectors match nothing; no watch bookmarks and no streaming lists (the
 // fake opts out of them, so informers LIST then WATCH); list pagination is
 // ignored; resourceVersions are small decimal integers; the

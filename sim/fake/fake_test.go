@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -321,4 +322,105 @@ func TestConfigValidation(t *testing.T) {
 	assert.ErrorContains(t, env.Can.Missing(sim.APIServerRestart, sim.VirtualTime), "apiserver-restart: no API server to restart")
 	_, err = b.Start(context.Background())
 	assert.ErrorContains(t, err, "already started")
+}
+
+// TestInvalidNamesAreRefused creates objects a real API server refuses with
+// 422 Invalid, and checks the fake refuses them too and keeps no trace: no
+// object, no watch event, no resourceVersion used.
+func TestInvalidNamesAreRefused(t *testing.T) {
+	_, env := start(t)
+	ctx := context.Background()
+	cs := env.Observer
+	list, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	w, err := cs.AppsV1().Deployments("").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	require.NoError(t, err)
+	defer w.Stop()
+
+	named := func(ns, name string) *appsv1.Deployment {
+		d := deployment(name, 1)
+		d.Namespace = ns
+		return d
+	}
+	generated := func(prefix string) *appsv1.Deployment {
+		d := deployment("", 1)
+		d.GenerateName = prefix
+		return d
+	}
+	for _, c := range []struct {
+		obj   *appsv1.Deployment
+		field string // the cause the server names
+	}{
+		{named(ns, "web<-0"), "metadata.name"},
+		{named(ns, strings.Repeat("a", 300)), "metadata.name"},
+		{named(ns, "Web"), "metadata.name"},
+		{named(ns, "web_0"), "metadata.name"},
+		{generated("web<-"), "metadata.name"},
+		{named("Not_A_Namespace", "web"), "metadata.namespace"},
+	} {
+		d := c.obj
+		_, err := cs.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+		require.True(t, apierrors.IsInvalid(err), "%q/%q: %v", d.Name, d.GenerateName, err)
+		status := err.(apierrors.APIStatus).Status()
+		assert.Equal(t, int32(422), status.Code)
+		require.NotNil(t, status.Details)
+		assert.Equal(t, "apps", status.Details.Group)
+		assert.Equal(t, "Deployment", status.Details.Kind)
+		var fields []string
+		for _, cause := range status.Details.Causes {
+			fields = append(fields, cause.Field)
+		}
+		assert.Contains(t, fields, c.field, "%q/%q: %v", d.Name, d.GenerateName, err)
+		if d.Name != "" {
+			_, err = cs.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+			assert.True(t, apierrors.IsNotFound(err), "%q is not stored: %v", d.Name, err)
+		}
+	}
+	all, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, all.Items, "nothing is stored")
+	assert.Equal(t, list.ResourceVersion, all.ResourceVersion, "no resourceVersion is used")
+
+	ok, err := cs.AppsV1().Deployments(ns).Create(ctx, deployment("web", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	e := <-w.ResultChan()
+	assert.Equal(t, watch.Added, e.Type)
+	assert.Equal(t, ok.UID, e.Object.(*appsv1.Deployment).UID, "the first event is of the first stored object")
+}
+
+// TestNameRulesFollowTheResource: each resource gets the API server's name
+// rule, and a long generateName is cut as the server cuts it.
+func TestNameRulesFollowTheResource(t *testing.T) {
+	_, env := start(t)
+	ctx := context.Background()
+	cs := env.Observer
+
+	_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a.b"}}, metav1.CreateOptions{})
+	assert.NoError(t, err, "a subdomain may have dots")
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a.b"}}, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsInvalid(err), "a namespace name is a label: %v", err)
+	_, err = cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a.b"}}, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsInvalid(err), "a service name is a label: %v", err)
+	_, err = cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "1st"}}, metav1.CreateOptions{})
+	assert.NoError(t, err, "a service name may start with a digit since 1.37")
+	_, err = cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "Web.Started"},
+		InvolvedObject: corev1.ObjectReference{Namespace: ns},
+	}, metav1.CreateOptions{})
+	assert.NoError(t, err, "a core/v1 Event name need only be a path segment")
+	_, err = cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "a/b"},
+		InvolvedObject: corev1.ObjectReference{Namespace: ns},
+	}, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsInvalid(err), "but it is one: %v", err)
+
+	long := strings.Repeat("n", 62) + "-"
+	got, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: long}}, metav1.CreateOptions{})
+	require.NoError(t, err, "the server cuts a generateName to fit a label")
+	assert.Equal(t, long[:58], got.Name[:58])
+	assert.LessOrEqual(t, len(got.Name), 63)
+
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{}, metav1.CreateOptions{})
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.Contains(t, err.Error(), "name or generateName is required")
 }

@@ -148,12 +148,12 @@ func (s *server) create(gvr schema.GroupVersionResource, ns string, in runtime.O
 	if ns != "" {
 		m.SetNamespace(ns)
 	}
-	if m.GetName() == "" {
-		if m.GetGenerateName() == "" {
-			return nil, apierrors.NewInvalid(kindOf(obj).GroupKind(), "", nil)
-		}
-		// Deterministic for replay: the suffix comes from the counter.
-		m.SetName(m.GetGenerateName() + strconv.FormatInt(s.rv+1, 36))
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(generateName(m.GetGenerateName(), s.rv+1))
+	}
+	// Before anything is stored or emitted: a refused create leaves no trace.
+	if errs := validateCreate(gvr.GroupResource(), m); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(kindOf(obj).GroupKind(), m.GetName(), errs)
 	}
 	if _, err := s.tracker.Get(gvr, m.GetNamespace(), m.GetName()); err == nil {
 		return nil, apierrors.NewAlreadyExists(gvr.GroupResource(), m.GetName())
