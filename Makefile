@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help demo build test lint bench assets chaos zoo kind-chaos clean
+.PHONY: help demo build test lint bench fuzz assets chaos zoo kind-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -30,6 +30,13 @@ build: ## build the binaries and the compiled scenario tests into bin/
 test: assets lint ## vet, format check and every test with the race detector, envtest included
 	@mkdir -p $(BIN)/test-output
 	$(GO) test -race -count=1 -timeout 20m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(PKGS)
+
+FUZZTIME ?= 60s
+
+fuzz: ## each fuzz target for FUZZTIME (default 60s); what it finds lands in the package's testdata/fuzz, which make test replays
+	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/converge -run '^$$' -fuzz '^FuzzSeedList$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/scaler -run '^$$' -fuzz '^FuzzParseFlags$$' -fuzztime $(FUZZTIME)
 
 assets: ## build kube-apiserver, kube-controller-manager and etcd from source (once per machine)
 	@hack/assets.sh

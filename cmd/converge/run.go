@@ -553,7 +553,11 @@ func moduleRoot() (string, error) {
 
 // runCluster runs on a real cluster in this process, in real time.
 func runCluster(ctx context.Context, p *plan, stdout io.Writer) error {
-	for _, s := range p.list {
+	for i, s := range p.list {
+		arg := s.Name
+		if j := i - len(p.sel.names); len(p.sel.files) > 0 && j >= 0 {
+			arg = p.sel.files[j] // resolve lists the files after the names
+		}
 		if !s.RunsOn(scenarios.Cluster) {
 			continue
 		}
@@ -564,7 +568,7 @@ func runCluster(ctx context.Context, p *plan, stdout io.Writer) error {
 			}
 			limit, stop := scenarios.WallClockLimit(p.runTimeout)
 			res := scenarios.Run(ctx, s, scenarios.Options{Backend: scenarios.Cluster, Seed: seed, SimBackend: b, RunID: p.runID, Limit: limit,
-				Replay: fmt.Sprintf("converge run %s --backend cluster --kubeconfig %s --seeds %d", shellQuote(s.Name), shellQuote(p.kubeconfig), seed)})
+				Replay: fmt.Sprintf("converge run %s --backend cluster --kubeconfig %s --seeds %d", shellQuote(arg), shellQuote(p.kubeconfig), seed)})
 			stop()
 			if _, err := reports.Write(p.report, res); err != nil {
 				return err
