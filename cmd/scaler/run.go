@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -115,12 +116,28 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	if o.logFormat != "text" && o.logFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format must be text or json, got %q", o.logFormat))
 	}
-	if o.qps <= 0 || o.burst <= 0 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.qps, o.burst))
+	// The client takes float32(qps); NaN, an infinity or a value that
+	// overflows float32 would turn rate limiting off, and one that
+	// underflows to 0 would silently mean client-go's default.
+	if q := float32(o.qps); math.IsNaN(o.qps) || q <= 0 || math.IsInf(float64(q), 0) {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be a number between 1e-45 and 3.4e+38, got %v", o.qps))
 	}
-	if o.defaultMaxReplicas < 0 || int64(o.defaultMaxReplicas) > int64(^uint32(0)>>1) {
-		errs = append(errs, fmt.Errorf("--default-max-replicas out of range: %d", o.defaultMaxReplicas))
+	// The defaults of these flags are not zero, so a zero here was typed.
+	// Refuse it by name: the controller's Config would read it as "use the
+	// default".
+	atLeastOne(&errs, "kube-api-burst", o.burst)
+	atLeastOne(&errs, "workers", o.workers)
+	atLeastOne(&errs, "cooldown", o.cooldown)
+	atLeastOne(&errs, "max-retries", o.maxRetries)
+	if o.defaultMaxReplicas < 1 || o.defaultMaxReplicas > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("--default-max-replicas must be between 1 and %d, got %d", math.MaxInt32, o.defaultMaxReplicas))
 	}
+	atLeastOne(&errs, "shutdown-grace", o.shutdownGrace)
+	// Checked with or without --leader-elect: a bad value is a mistake
+	// either way, and would otherwise surface only once it is turned on.
+	atLeastOne(&errs, "leader-elect-lease-duration", o.leaseDuration)
+	atLeastOne(&errs, "leader-elect-renew-deadline", o.renewDeadline)
+	atLeastOne(&errs, "leader-elect-retry-period", o.retryPeriod)
 	if o.verbosity < 0 {
 		errs = append(errs, fmt.Errorf("-v must not be negative, got %d", o.verbosity))
 	}
@@ -138,8 +155,20 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	return o, nil
 }
 
+// atLeastOne adds an error naming flag when v is zero or negative.
+func atLeastOne[T int | time.Duration](errs *[]error, flag string, v T) {
+	if v > 0 {
+		return
+	}
+	want := "at least 1"
+	if _, ok := any(v).(time.Duration); ok {
+		want = "longer than 0s"
+	}
+	*errs = append(*errs, fmt.Errorf("--%s must be %s, got %v", flag, want, v))
+}
+
 // controllerConfig maps the flags to the controller's Config; the controller
-// validates it.
+// validates it, including how the lease timings relate to each other.
 func (o options) controllerConfig(reg prometheus.Registerer) controller.Config {
 	cfg := controller.Config{
 		Namespace:          o.namespace,
@@ -163,8 +192,10 @@ func (o options) controllerConfig(reg prometheus.Registerer) controller.Config {
 	return cfg
 }
 
-// zeroIsInvalid maps an explicit 0 flag to -1: the Config reads zero as
-// "default", but a user who typed --workers=0 asked for something invalid.
+// zeroIsInvalid maps 0 to -1 so that the Config, which reads zero as
+// "default", refuses it. parseFlags already refuses zeros with the flag's
+// name; this only keeps options built some other way from silently getting
+// the defaults.
 func zeroIsInvalid[T int | time.Duration](v T) T {
 	if v == 0 {
 		return -1

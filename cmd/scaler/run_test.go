@@ -62,8 +62,9 @@ func TestBadInputIsAClearError(t *testing.T) {
 		{"zero qps", []string{"--kube-api-qps=0"}, "--kube-api-qps", true},
 		{"missing kubeconfig", []string{"--kubeconfig=" + missing}, "loading kubeconfig", false},
 		{"malformed kubeconfig", []string{"--kubeconfig=" + garbage}, "loading kubeconfig", false},
-		{"zero workers", []string{"--kubeconfig=" + valid, "--workers=0"}, "workers must not be negative", false},
-		{"negative cooldown", []string{"--kubeconfig=" + valid, "--cooldown=-1s"}, "cooldown", false},
+		{"zero workers", []string{"--kubeconfig=" + valid, "--workers=0"}, "--workers must be at least 1, got 0", true},
+		{"negative cooldown", []string{"--kubeconfig=" + valid, "--cooldown=-1s"}, "--cooldown must be longer than 0s, got -1s", true},
+		{"NaN qps", []string{"--kubeconfig=" + valid, "--kube-api-qps=NaN"}, "--kube-api-qps must be a number between 1e-45 and 3.4e+38, got NaN", true},
 		{"bad namespace", []string{"--kubeconfig=" + valid, "--namespace=Web_Team"}, "namespace", false},
 		{"lease timings", []string{"--kubeconfig=" + valid, "--leader-elect", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=5s"}, "lease duration 5s must be greater than renew deadline 5s", false},
 	} {
@@ -160,6 +161,7 @@ func TestBinaryExitStatus(t *testing.T) {
 	}{
 		{[]string{"--help"}, 0, "Usage: scaler"},
 		{[]string{"--workers=x"}, 2, `scaler: invalid argument "x"`},
+		{[]string{"--workers=0"}, 2, "scaler: --workers must be at least 1, got 0\n"},
 		{[]string{"--kubeconfig=" + kubeconfig(t, "https://127.0.0.1:1"), "--metrics-addr=0", "--health-addr=0"}, 1, "scaler: cannot reach the API server at https://127.0.0.1:1"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
