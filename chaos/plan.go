@@ -153,7 +153,8 @@ func NewInjector(plan Plan) (*Injector, error) {
 		if w.Every != 0 && (!isControlPlane || !in.Fault.Target().IsZero()) {
 			errs = append(errs, fmt.Errorf("injection %d (%s): every repeats only a scheduled control-plane fault (one with no target)", i, in.Fault.Name()))
 		}
-		if w.After < 0 || w.Until < 0 || w.Nth < 0 || w.Count < 0 || w.Every < 0 || w.Probability < 0 || w.Probability > 1 {
+		// !(p >= 0 && p <= 1) refuses NaN too.
+		if w.After < 0 || w.Until < 0 || w.Nth < 0 || w.Count < 0 || w.Every < 0 || !(w.Probability >= 0 && w.Probability <= 1) {
 			errs = append(errs, fmt.Errorf("injection %d (%s): negative bound or probability outside [0, 1]", i, in.Fault.Name()))
 		}
 		if w.Until > 0 && w.Until <= w.After {

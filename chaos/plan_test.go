@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -128,6 +129,8 @@ func TestInvalidPlans(t *testing.T) {
 	for _, in := range []chaos.Injection{
 		{},
 		{Fault: chaos.Conflict(chaos.Target{}), When: chaos.When{Probability: 1.5}},
+		{Fault: chaos.Conflict(chaos.Target{}), When: chaos.When{Probability: math.NaN()}},
+		{Fault: chaos.Conflict(chaos.Target{}), When: chaos.When{Probability: math.Inf(1)}},
 		{Fault: chaos.Conflict(chaos.Target{}), When: chaos.When{Nth: -1}},
 		{Fault: chaos.Conflict(chaos.Target{}), When: chaos.When{After: 5 * time.Second, Until: time.Second}},
 	} {
