@@ -313,6 +313,9 @@ func (s Scenario) Validate() error {
 		if f.When.After > MaxDeadline || f.When.Until > MaxDeadline || f.When.Every > MaxDeadline || f.Delay > MaxDeadline {
 			bad(path, "after, until, every and delay must be at most %v", MaxDeadline)
 		}
+		if t := f.Target; len(t.Resource) > 63 || len(t.Namespace) > 63 || len(t.Name) > 253 {
+			bad(path+".target", "a resource or namespace of at most 63 characters and a name of at most 253, as a server takes")
+		}
 		if len(f.Target.Verbs) > 8 {
 			bad(path+".target.verbs", "at most 8 verbs, got %d", len(f.Target.Verbs))
 		}
