@@ -167,8 +167,12 @@ func (f runFlags) check(args []string) (*plan, error) {
 			errs = append(errs, fmt.Errorf("--backend %q: want fake, envtest or cluster", b))
 		}
 	}
-	if slices.Contains(f.backends, scenarios.Cluster) && f.kubeconfig == "" {
-		errs = append(errs, errors.New("--backend cluster needs --kubeconfig"))
+	if slices.Contains(f.backends, scenarios.Cluster) {
+		if f.kubeconfig == "" {
+			errs = append(errs, errors.New("--backend cluster needs --kubeconfig"))
+		} else if _, err := os.Stat(f.kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+		}
 	}
 	if f.runTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--run-timeout must be positive, got %v", f.runTimeout))

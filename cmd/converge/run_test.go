@@ -86,6 +86,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"run", "baseline", "--junit", "/nonexistent/folder/junit.xml"},
 		{"run", "baseline", "--test-binary", "/nonexistent/converge-scenarios.test"},
 		{"run", "baseline", "--backend", "cluster"},
+		{"run", "baseline", "--backend", "cluster", "--kubeconfig", "/nonexistent/kubeconfig"},
 		{"run", "throttle-storm", "--backend", "fake"},
 	} {
 		_, err := run(t, args...)
