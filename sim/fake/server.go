@@ -35,7 +35,8 @@ type server struct {
 	mu        sync.Mutex
 	tracker   k8stesting.ObjectTracker
 	rv        int64
-	history   []event // writes after compactedRV, oldest first
+	history   []event // history[head:] are the writes after compacted, oldest first
+	head      int     // trimmed events at the front of history, dropped in batches
 	limit     int     // history kept; older watches get 410
 	compacted int64   // watches from at or below this resourceVersion get 410
 	watchers  map[*watcher]struct{}

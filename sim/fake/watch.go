@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"sort"
 	"strconv"
 	"sync"
 
@@ -60,10 +61,10 @@ func (s *server) watch(action k8stesting.Action) (bool, watch.Interface, error) 
 		if from < s.compacted {
 			return true, nil, apierrors.NewResourceExpired("too old resource version: " + rv + " (" + strconv.FormatInt(s.compacted, 10) + ")")
 		}
-		for _, e := range s.history {
-			if e.rv > from {
-				w.offer(e)
-			}
+		kept := s.kept()
+		first := sort.Search(len(kept), func(i int) bool { return kept[i].rv > from })
+		for _, e := range kept[first:] {
+			w.offer(e)
 		}
 	}
 	s.watchers[w] = struct{}{}
@@ -78,9 +79,16 @@ func (s *server) emit(gvr schema.GroupVersionResource, ns string, typ watch.Even
 		e.prev = prev.DeepCopyObject()
 	}
 	s.history = append(s.history, e)
-	if over := len(s.history) - s.limit; over > 0 {
-		s.compacted = s.history[over-1].rv
-		s.history = append([]event(nil), s.history[over:]...)
+	if over := len(s.history) - s.head - s.limit; over > 0 {
+		s.compacted = s.history[s.head+over-1].rv
+		clear(s.history[s.head : s.head+over]) // let the objects go
+		s.head += over
+		// The trimmed events are dropped once they are as many as the kept
+		// ones: each write costs O(1) on average, not a copy of the history.
+		if s.head >= max(s.limit, 1) {
+			s.history = append(make([]event, 0, 2*s.limit+1), s.history[s.head:]...)
+			s.head = 0
+		}
 	}
 	for w := range s.watchers {
 		w.offer(e)
@@ -93,8 +101,12 @@ func (s *server) compact() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.compacted = s.rv
-	s.history = nil
+	s.history, s.head = nil, 0
 }
+
+// kept is the history a watch can resume from, oldest first. Callers hold
+// s.mu.
+func (s *server) kept() []event { return s.history[s.head:] }
 
 func (s *server) forget(w *watcher) {
 	s.mu.Lock()
