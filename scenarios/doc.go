@@ -11,6 +11,12 @@
 // scenario/backend/seed-N, so -run picks one run; a failing run prints the
 // command that replays it.
 //
+// Every valid scenario finishes: Validate bounds every count, interval and
+// deadline (MaxDeployments, MinInterval, MaxDeadline, ...), Parse bounds the
+// file itself, and Options.Limit (WallClockLimit) ends a run that takes too
+// long in real time as an error. A Result holds the scenario it ran (Spec),
+// so it replays with nothing else at hand.
+//
 // What it cannot see: the goroutines of a controller run out of process, or
 // its queue; on a real cluster, what other actors do to the run's objects.
 package scenarios
