@@ -129,70 +129,60 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the durations as "30s", as a scenario file does.
-func (w When) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		After       string  `json:"after,omitempty"`
-		Until       string  `json:"until,omitempty"`
-		Nth         int     `json:"nth,omitempty"`
-		Count       int     `json:"count,omitempty"`
-		Probability float64 `json:"probability,omitempty"`
-		Every       string  `json:"every,omitempty"`
-	}{durationString(w.After), durationString(w.Until), w.Nth, w.Count, w.Probability, durationString(w.Every)})
+// MarshalJSON writes d as "30s", as a scenario file does.
+func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// whenJSON and specJSON are When and Spec as JSON, both ways: durations as
+// "30s" (nanoseconds are still read), zero fields left out.
+type whenJSON struct {
+	After       duration `json:"after,omitzero"`
+	Until       duration `json:"until,omitzero"`
+	Nth         int      `json:"nth,omitzero"`
+	Count       int      `json:"count,omitzero"`
+	Probability float64  `json:"probability,omitzero"`
+	Every       duration `json:"every,omitzero"`
 }
 
-// MarshalJSON writes the delay as "2s", as a scenario file does.
-func (s Spec) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Fault      string `json:"fault"`
-		Target     Target `json:"target,omitzero"`
-		When       When   `json:"when,omitzero"`
-		RetryAfter int    `json:"retryAfter,omitempty"`
-		Code       int    `json:"code,omitempty"`
-		Delay      string `json:"delay,omitempty"`
-	}{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, durationString(s.Delay)})
+type specJSON struct {
+	Fault      string   `json:"fault"`
+	Target     Target   `json:"target,omitzero"`
+	When       When     `json:"when,omitzero"`
+	RetryAfter int      `json:"retryAfter,omitzero"`
+	Code       int      `json:"code,omitzero"`
+	Delay      duration `json:"delay,omitzero"`
 }
 
-// durationString is d as "30s", or empty for zero.
-func durationString(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return d.String()
-}
-
-// UnmarshalJSON accepts "30s" for after and until.
-func (w *When) UnmarshalJSON(b []byte) error {
-	var raw struct {
-		After       duration `json:"after"`
-		Until       duration `json:"until"`
-		Nth         int      `json:"nth"`
-		Count       int      `json:"count"`
-		Probability float64  `json:"probability"`
-		Every       duration `json:"every"`
-	}
+// decodeStrict decodes b into v, refusing unknown fields.
+func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
+	return dec.Decode(v)
+}
+
+// MarshalJSON writes the durations as "30s".
+func (w When) MarshalJSON() ([]byte, error) {
+	return json.Marshal(whenJSON{duration(w.After), duration(w.Until), w.Nth, w.Count, w.Probability, duration(w.Every)})
+}
+
+// UnmarshalJSON accepts "30s" for after, until and every.
+func (w *When) UnmarshalJSON(b []byte) error {
+	var raw whenJSON
+	if err := decodeStrict(b, &raw); err != nil {
 		return fmt.Errorf("when: %w", err)
 	}
 	*w = When{After: time.Duration(raw.After), Until: time.Duration(raw.Until), Nth: raw.Nth, Count: raw.Count, Probability: raw.Probability, Every: time.Duration(raw.Every)}
 	return nil
 }
 
+// MarshalJSON writes the delay as "2s".
+func (s Spec) MarshalJSON() ([]byte, error) {
+	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration(s.Delay)})
+}
+
 // UnmarshalJSON accepts "2s" for delay and rejects unknown fields.
 func (s *Spec) UnmarshalJSON(b []byte) error {
-	var raw struct {
-		Fault      string   `json:"fault"`
-		Target     Target   `json:"target"`
-		When       When     `json:"when"`
-		RetryAfter int      `json:"retryAfter"`
-		Code       int      `json:"code"`
-		Delay      duration `json:"delay"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
+	var raw specJSON
+	if err := decodeStrict(b, &raw); err != nil {
 		return fmt.Errorf("fault spec: %w", err)
 	}
 	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay)}

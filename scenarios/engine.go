@@ -213,10 +213,11 @@ func (r *run) pace(at time.Time) {
 	}
 }
 
-// checkLimit ends the run as an error once the caller's Limit says so.
-func (r *run) checkLimit() {
+// checkLimit ends the run as an error once the caller's Limit says so, and
+// reports whether it has.
+func (r *run) checkLimit() bool {
 	if r.opts.Limit == nil {
-		return
+		return false
 	}
 	if err := r.opts.Limit(); err != nil && r.limited.CompareAndSwap(false, true) {
 		r.hist.log(time.Now(), err.Error())
@@ -225,6 +226,7 @@ func (r *run) checkLimit() {
 			r.abort()
 		}
 	}
+	return r.limited.Load()
 }
 
 type instance struct {
@@ -743,7 +745,7 @@ func (r *run) watchGoal(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if r.checkLimit(); r.limited.Load() {
+		if r.checkLimit() {
 			return
 		}
 		now := time.Now()

@@ -240,7 +240,7 @@ func (s Scenario) Validate() error {
 			bad(fmt.Sprintf("backends[%d]", i), "unknown backend %q (fake, envtest, cluster)", b)
 		}
 	}
-	w := s.Workload
+	w, def := s.Workload, s.withDefaults()
 	if w.Deployments < 0 || w.Deployments > MaxDeployments {
 		bad("workload.deployments", "must be within 0..%d, got %d", MaxDeployments, w.Deployments)
 	}
@@ -255,7 +255,7 @@ func (s Scenario) Validate() error {
 	} else if w.Replicas > 0 && w.MaxReplicas > 0 && w.MaxReplicas < w.Replicas {
 		bad("workload.maxReplicas", "%d is below replicas %d", w.MaxReplicas, w.Replicas)
 	}
-	if d := s.withDefaults().Workload; d.Deployments >= 0 && d.Unmanaged >= 0 && d.Replicas >= 0 && d.MaxReplicas >= 0 {
+	if d := def.Workload; d.Deployments >= 0 && d.Unmanaged >= 0 && d.Replicas >= 0 && d.MaxReplicas >= 0 {
 		if pods := int64(d.Deployments)*int64(d.MaxReplicas) + int64(d.Unmanaged)*int64(d.Replicas); pods > MaxPods {
 			bad("workload", "asks for up to %d pods (deployments x maxReplicas + unmanaged x replicas), at most %d", pods, MaxPods)
 		}
@@ -361,7 +361,7 @@ func (s Scenario) Validate() error {
 	if s.Timing.Deadline > Duration(MaxDeadline) {
 		bad("timing.deadline", "at most %v, got %v", MaxDeadline, time.Duration(s.Timing.Deadline))
 	}
-	if d, st := s.withDefaults().Timing.Deadline, s.withDefaults().Timing.Settle; st >= d {
+	if d, st := def.Timing.Deadline, def.Timing.Settle; st >= d {
 		bad("timing.settle", "the settle window (%v) must be shorter than the deadline (%v)", time.Duration(st), time.Duration(d))
 	}
 	b := s.Budgets

@@ -296,7 +296,7 @@ func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr
 	return errors.Join(runErr, err)
 }
 
-// run is one run the invocation asked for.
+// runKey is one run the invocation asked for.
 type runKey struct {
 	scenario, backend string
 	seed              uint64
