@@ -37,6 +37,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 60s); what it finds lands in the
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/converge -run '^$$' -fuzz '^FuzzSeedList$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/scaler -run '^$$' -fuzz '^FuzzParseFlags$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sim/fake -run '^$$' -fuzz '^FuzzREST$$' -fuzztime $(FUZZTIME)
 
 assets: ## build kube-apiserver, kube-controller-manager and etcd from source (once per machine)
 	@hack/assets.sh

@@ -1,6 +1,7 @@
 // Package sim defines the backends a scenario runs on and what a running
-// one offers. Backends live in sub-packages: sim/fake (client-go's fake
-// clientset made to behave like an API server, virtual time), sim/envtest
+// one offers. Backends live in sub-packages: sim/fake (an in-memory API
+// server, reached through client-go's fake clientset or an in-process
+// rest.Config, in virtual time), sim/envtest
 // (a real kube-apiserver, etcd and kube-controller-manager) and sim/cluster
 // (any kubeconfig).
 //
@@ -36,12 +37,14 @@ type Env struct {
 	Backend string
 	// Namespace is the namespace this run owns.
 	Namespace string
-	// RESTConfig reaches a real API server with full rights; nil on fake.
-	// Controllers under test get clients from ControllerConfig instead.
+	// RESTConfig reaches the API server with full rights: on fake, the
+	// in-memory API's REST door, in process. Controllers under test get
+	// clients from ControllerConfig instead.
 	RESTConfig *rest.Config
 	// ControllerConfig reaches the API server as the controller under test:
-	// with the scaler's RBAC from config/, not as an administrator. Nil on
-	// fake. The chaos layer wraps its transport.
+	// with the scaler's RBAC from config/, not as an administrator (on fake,
+	// which has no RBAC, with full rights). The chaos layer wraps its
+	// transport.
 	ControllerConfig *rest.Config
 	// ControllerClient is the controller's clientset on fake, where there is
 	// no server to build one from; the chaos layer adds its reactors to it.

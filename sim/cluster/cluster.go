@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,11 +39,16 @@ type Config struct {
 	NamespacePrefix string
 	// Timeout bounds the reachability check at Start. Zero means 10s.
 	Timeout time.Duration
+	// CRDPaths are CustomResourceDefinition files or folders, installed
+	// (or updated) and established at Start; left installed at Stop, since
+	// other runs may use them (see sim.ReadCRDs).
+	CRDPaths []string
 }
 
 // Backend is the cluster backend.
 type Backend struct {
-	cfg Config
+	cfg  Config
+	crds []*apiextensionsv1.CustomResourceDefinition
 
 	mu       sync.Mutex
 	ns       string
@@ -51,7 +57,7 @@ type Backend struct {
 
 var _ sim.Backend = (*Backend)(nil)
 
-// New returns a backend; it reads nothing yet.
+// New returns a backend; it reads its CRD files, and nothing else yet.
 func New(cfg Config) (*Backend, error) {
 	if cfg.NamespacePrefix == "" {
 		cfg.NamespacePrefix = "converge-"
@@ -62,14 +68,18 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &Backend{cfg: cfg}, nil
+	crds, err := sim.ReadCRDs(cfg.CRDPaths...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster backend: %w", err)
+	}
+	return &Backend{cfg: cfg, crds: crds}, nil
 }
 
 // Name is "cluster".
 func (b *Backend) Name() string { return "cluster" }
 
 // Start loads the kubeconfig, checks the API server answers, applies
-// config/'s RBAC and creates the run's namespace.
+// config/'s RBAC, installs the CRDs and creates the run's namespace.
 func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -93,6 +103,9 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		return nil, fmt.Errorf("cluster backend: cannot reach the API server at %s: %w", admin.Host, err)
 	}
 	if err := config.ApplyRBAC(ctx, observer); err != nil {
+		return nil, fmt.Errorf("cluster backend: %w", err)
+	}
+	if err := sim.InstallCRDs(ctx, admin, 0, b.crds...); err != nil {
 		return nil, fmt.Errorf("cluster backend: %w", err)
 	}
 	ns, err := sim.CreateRunNamespace(ctx, observer, b.cfg.NamespacePrefix)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/converge-lab/converge/sim"
@@ -19,6 +20,7 @@ import (
 type Backend struct {
 	cp       *ControlPlane
 	prefix   string
+	crds     []*apiextensionsv1.CustomResourceDefinition
 	mu       sync.Mutex
 	ns       string
 	observer kubernetes.Interface
@@ -29,13 +31,34 @@ var _ sim.Backend = (*Backend)(nil)
 // NewBackend returns a backend on cp whose namespaces are named prefix plus
 // a random suffix. Empty prefix means "converge-".
 func NewBackend(cp *ControlPlane, prefix string) (*Backend, error) {
+	return NewBackendWith(cp, BackendConfig{Prefix: prefix})
+}
+
+// BackendConfig configures one run on a shared control plane.
+type BackendConfig struct {
+	// Prefix names the run's namespace. Empty means "converge-".
+	Prefix string
+	// CRDPaths are CustomResourceDefinition files or folders, installed
+	// (or updated) and established at Start, like envtest's
+	// CRDDirectoryPaths; left installed at Stop, since other runs on the
+	// control plane may use them (see sim.ReadCRDs).
+	CRDPaths []string
+}
+
+// NewBackendWith returns a backend on cp configured by cfg; it reads the
+// CRD files now, so a bad one fails before any run.
+func NewBackendWith(cp *ControlPlane, cfg BackendConfig) (*Backend, error) {
 	if cp == nil {
 		return nil, errors.New("envtest backend: control plane is nil")
 	}
-	if prefix == "" {
-		prefix = "converge-"
+	if cfg.Prefix == "" {
+		cfg.Prefix = "converge-"
 	}
-	return &Backend{cp: cp, prefix: prefix}, nil
+	crds, err := sim.ReadCRDs(cfg.CRDPaths...)
+	if err != nil {
+		return nil, fmt.Errorf("envtest backend: %w", err)
+	}
+	return &Backend{cp: cp, prefix: cfg.Prefix, crds: crds}, nil
 }
 
 // Name is "envtest".
@@ -51,6 +74,9 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	observer, err := kubernetes.NewForConfig(b.cp.AdminConfig())
 	if err != nil {
 		return nil, err
+	}
+	if err := sim.InstallCRDs(ctx, b.cp.AdminConfig(), 0, b.crds...); err != nil {
+		return nil, fmt.Errorf("envtest backend: %w", err)
 	}
 	ns, err := sim.CreateRunNamespace(ctx, observer, b.prefix)
 	if err != nil {

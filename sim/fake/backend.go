@@ -1,44 +1,3 @@
-// Package fake is the in-memory backend: client-go's fake clientset with a
-// realism layer in front of it, so a controller meets the semantics of a
-// real API server, and whole runs fit in a testing/synctest bubble.
-//
-// What the layer provides:
-//   - metadata.resourceVersion on every write, from one monotonic counter;
-//     a no-op update keeps it;
-//   - 409 Conflict, with the API server's Status body, on an update or patch
-//     that carries a stale resourceVersion;
-//   - metadata.generation 1 on create, bumped when anything outside metadata
-//     and status changes; uid, creationTimestamp and generateName filled;
-//   - status writes (the status subresource) change only status, and
-//     main-resource writes never change status, for kinds with both;
-//   - LIST answers carry the current resourceVersion and WATCH starts from
-//     the one asked for (history replayed), so a delete between an
-//     informer's LIST and WATCH is not lost; a watch from before the kept
-//     history (or after Compact) gets 410 Expired, and the reflector relists;
-//   - label selectors and metadata.name / metadata.namespace field selectors
-//     on watches, with objects that stop or start matching seen as DELETED
-//     or ADDED; an unbounded buffer per watcher, so no event is dropped and
-//     the fake's 100-event watcher never panics;
-//   - graceful deletion of pods bound to a node (deletionTimestamp set, the
-//     kubelet finishes) and finalizers on every kind;
-//   - the pods/binding subresource (spec.nodeName set once);
-//   - metadata checked on create as the API server checks it, generated
-//     names included: metadata.name by its resource's rule (a DNS-1123
-//     subdomain for most kinds, a DNS-1123 label for Namespaces and
-//     Services, a path segment for core Events and RBAC), the namespace's
-//     name, labels, annotations, finalizers and owner references; a refused
-//     create is a 422 Invalid with the causes, and stores nothing.
-//
-// What still differs from a real API server: no admission (an object in a
-// missing namespace is stored), no validation beyond metadata on create and
-// no defaulting (an invalid spec is stored as sent, and a pod's status is
-// only reset to Pending on create); generated names end in a count of
-// writes, not random letters; no server-side apply; no RBAC; other field
-// selectors match nothing; no watch bookmarks and no streaming lists (the
-// fake opts out of them, so informers LIST then WATCH); list pagination is
-// ignored; resourceVersions are small decimal integers; the
-// Deployment/ReplicaSet controllers and garbage collection are played by the
-// world simulator, not the API.
 package fake
 
 import (
@@ -48,6 +7,8 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
@@ -66,14 +27,18 @@ type Config struct {
 	// HistoryLimit is how many writes are kept for watches to resume from.
 	// Zero means 20,000.
 	HistoryLimit int
+	// CRDPaths are CustomResourceDefinition files or folders, installed
+	// and established at Start (see sim.ReadCRDs).
+	CRDPaths []string
 }
 
 // Backend is the fake backend.
 type Backend struct {
-	cfg Config
+	cfg  Config
+	crds []*apiextensionsv1.CustomResourceDefinition
 
-	mu     sync.Mutex
-	server *server
+	mu    sync.Mutex
+	store *store
 }
 
 var _ sim.Backend = (*Backend)(nil)
@@ -95,7 +60,11 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Backend{cfg: cfg}, nil
+	crds, err := sim.ReadCRDs(cfg.CRDPaths...)
+	if err != nil {
+		return nil, fmt.Errorf("fake backend: %w", err)
+	}
+	return &Backend{cfg: cfg, crds: crds}, nil
 }
 
 // Name is "fake".
@@ -105,19 +74,29 @@ func (b *Backend) Name() string { return "fake" }
 func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.server != nil {
+	if b.store != nil {
 		return nil, errors.New("fake backend: already started")
 	}
-	b.server = newServer(b.cfg.Clock, b.cfg.HistoryLimit)
+	b.store = newStore(b.cfg.Clock, b.cfg.HistoryLimit)
+	b.store.start()
 	observer := b.newClientLocked()
-	if _, err := observer.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: b.cfg.Namespace},
-	}, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("fake backend: creating namespace: %w", err)
+	// The namespaces a new cluster has, and the run's.
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease", b.cfg.Namespace} {
+		_, err := observer.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil && !(apierrors.IsAlreadyExists(err) && name == b.cfg.Namespace) {
+			return nil, fmt.Errorf("fake backend: creating namespace %s: %w", name, err)
+		}
+	}
+	h := &handler{s: b.store}
+	admin := restConfig(h, "converge-admin")
+	if err := sim.InstallCRDs(ctx, admin, 0, b.crds...); err != nil {
+		return nil, fmt.Errorf("fake backend: %w", err)
 	}
 	return &sim.Env{
 		Backend:          b.Name(),
 		Namespace:        b.cfg.Namespace,
+		RESTConfig:       admin,
+		ControllerConfig: restConfig(h, "converge-controller"),
 		ControllerClient: b.newClientLocked(),
 		Observer:         observer,
 		Can: sim.Capabilities{
@@ -137,15 +116,18 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 func (b *Backend) NewClient() (*fake.Clientset, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.server == nil {
+	if b.store == nil {
 		return nil, errors.New("fake backend: not started")
 	}
 	return b.newClientLocked(), nil
 }
 
 func (b *Backend) newClientLocked() *fake.Clientset {
-	cs := fake.NewClientset()
-	b.server.install(&cs.Fake)
+	// Not NewClientset: its tracker, which parses the apply schema (a tenth
+	// of a second per process), would go unused.
+	cs := fake.NewSimpleClientset()
+	cs.Resources = builtinResourceLists()
+	b.store.install(cs)
 	return cs
 }
 
@@ -153,7 +135,7 @@ func (b *Backend) newClientLocked() *fake.Clientset {
 // that resumes from an older resourceVersion gets 410 Expired.
 func (b *Backend) Compact() {
 	b.mu.Lock()
-	s := b.server
+	s := b.store
 	b.mu.Unlock()
 	if s != nil {
 		s.compact()
@@ -164,7 +146,7 @@ func (b *Backend) Compact() {
 // every later request fail with 503.
 func (b *Backend) Stop() error {
 	b.mu.Lock()
-	s := b.server
+	s := b.store
 	b.mu.Unlock()
 	if s != nil {
 		s.stop()

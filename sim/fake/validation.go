@@ -47,10 +47,9 @@ func rbacName(name string, _ bool) []string { return content.IsPathSegmentName(n
 
 // validateCreate checks an object's metadata, after name generation, as the
 // API server does on create: the name by its resource's rule, and the
-// namespace, labels, annotations, finalizers and owner references. An
-// object without a namespace is taken as cluster-scoped.
-func validateCreate(gr schema.GroupResource, m metav1.Object) field.ErrorList {
-	return apivalidation.ValidateObjectMetaAccessor(m, m.GetNamespace() != "", nameRule(gr), field.NewPath("metadata"))
+// namespace, labels, annotations, finalizers and owner references.
+func validateCreate(gr schema.GroupResource, m metav1.Object, namespaced bool) field.ErrorList {
+	return apivalidation.ValidateObjectMetaAccessor(m, namespaced, nameRule(gr), field.NewPath("metadata"))
 }
 
 // maxGeneratedNameLength is where the API server cuts a generateName, so

@@ -13,127 +13,131 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	k8stesting "k8s.io/client-go/testing"
 )
+
+// initialEventsEnd is the annotation of the bookmark that ends a
+// watch-list's initial events.
+const initialEventsEnd = "k8s.io/initial-events-end"
+
+// watchOptions are the parts of metav1.ListOptions a watch honours.
+type watchOptions struct {
+	label             labels.Selector
+	field             fields.Selector
+	rv                string
+	sendInitialEvents bool
+	// copy: each event gets its own object, for clients that keep it (a
+	// typed clientset's informers); the REST door encodes the shared one.
+	copy bool
+}
+
+func parseWatchOptions(r *resource, o metav1.ListOptions) (watchOptions, error) {
+	label, err := labels.Parse(o.LabelSelector)
+	if err != nil {
+		return watchOptions{}, apierrors.NewBadRequest(err.Error())
+	}
+	field, err := r.parseFieldSelector(o.FieldSelector)
+	if err != nil {
+		return watchOptions{}, err
+	}
+	wo := watchOptions{label: label, field: field, rv: o.ResourceVersion}
+	if o.SendInitialEvents != nil && *o.SendInitialEvents {
+		// As the API server validates a watch-list request.
+		if o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+			return watchOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "",
+				fieldErrors("sendInitialEvents", "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan"))
+		}
+		if !o.AllowWatchBookmarks {
+			return watchOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "",
+				fieldErrors("allowWatchBookmarks", "allowWatchBookmarks must be true when sendInitialEvents is true"))
+		}
+		wo.sendInitialEvents = true
+	} else if o.ResourceVersionMatch != "" {
+		return watchOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "",
+			fieldErrors("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+	}
+	return wo, nil
+}
 
 // watch starts a watch the way an API server does: from the resourceVersion
 // asked for (history replayed, 410 Expired when it is older than the kept
-// history), or with the current objects as ADDED when none is given; label
+// history), or with the current objects as ADDED when none is given or
+// initial events are asked for (then a bookmark marks their end); label
 // and field selectors are applied, and an object that stops or starts
 // matching is seen as DELETED or ADDED. Each watcher has an unbounded
 // buffer, so a slow reader never blocks writers or loses events.
-func (s *server) watch(action k8stesting.Action) (bool, watch.Interface, error) {
-	var opts metav1.ListOptions
-	if a, ok := action.(k8stesting.WatchActionImpl); ok {
-		opts = a.ListOptions
-	}
-	gvr, ns := action.GetResource(), action.GetNamespace()
-	label, err := labels.Parse(opts.LabelSelector)
-	if err != nil {
-		return true, nil, apierrors.NewBadRequest(err.Error())
-	}
-	field, err := fields.ParseSelector(opts.FieldSelector)
-	if err != nil {
-		return true, nil, apierrors.NewBadRequest(err.Error())
-	}
-
+func (s *store) watch(r *resource, ns string, o watchOptions) (*watcher, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return true, nil, apierrors.NewServiceUnavailable("the fake backend is stopped")
+		return nil, errStopped()
 	}
-	w := newWatcher(s, gvr, ns, label, field)
-	switch rv := opts.ResourceVersion; rv {
-	case "", "0":
-		list, err := s.tracker.List(gvr, gvr.GroupVersion().WithKind(""), ns)
+	w := newWatcher(s, r, ns, o)
+	var from int64
+	replay := false
+	if o.rv != "" && o.rv != "0" {
+		n, err := strconv.ParseInt(o.rv, 10, 64)
 		if err != nil {
-			return true, nil, err
+			return nil, apierrors.NewBadRequest("invalid resourceVersion " + strconv.Quote(o.rv))
 		}
-		items, _ := meta.ExtractList(list)
-		for _, item := range items {
-			w.offer(event{rv: s.rv, gvr: gvr, ns: ns, typ: watch.Added, obj: item})
+		if n > s.rv {
+			return nil, apierrors.NewTimeoutError("Too large resource version: "+o.rv+", current: "+strconv.FormatInt(s.rv, 10), 1)
 		}
-	default:
-		from, err := strconv.ParseInt(rv, 10, 64)
-		if err != nil {
-			return true, nil, apierrors.NewBadRequest("invalid resourceVersion " + strconv.Quote(rv))
+		if !o.sendInitialEvents {
+			if n < s.compacted {
+				return nil, apierrors.NewResourceExpired("too old resource version: " + o.rv + " (" + strconv.FormatInt(s.compacted, 10) + ")")
+			}
+			from, replay = n, true
 		}
-		if from < s.compacted {
-			return true, nil, apierrors.NewResourceExpired("too old resource version: " + rv + " (" + strconv.FormatInt(s.compacted, 10) + ")")
-		}
+	}
+	if replay {
 		kept := s.kept()
 		first := sort.Search(len(kept), func(i int) bool { return kept[i].rv > from })
 		for _, e := range kept[first:] {
 			w.offer(e)
 		}
+	} else {
+		objs, _ := s.snapshot(r, ns, s.rv)
+		keys := make([]objKey, 0, len(objs))
+		for k := range objs {
+			keys = append(keys, k)
+		}
+		sortKeys(keys)
+		for _, k := range keys {
+			w.offer(event{rv: s.rv, gvr: r.gvr, ns: k.ns, typ: watch.Added, obj: objs[k]})
+		}
+		if o.sendInitialEvents {
+			w.push(watch.Event{Type: watch.Bookmark, Object: bookmark(r, s.rv, true)})
+		}
 	}
 	s.watchers[w] = struct{}{}
 	go w.pump()
-	return true, w, nil
+	return w, nil
 }
 
-// emit records a write and offers it to every watcher. Callers hold s.mu.
-func (s *server) emit(gvr schema.GroupVersionResource, ns string, typ watch.EventType, obj, prev runtime.Object) {
-	e := event{rv: s.rv, gvr: gvr, ns: ns, typ: typ, obj: obj.DeepCopyObject()}
-	if prev != nil {
-		e.prev = prev.DeepCopyObject()
+// bookmark is a BOOKMARK event's object: only the kind and the
+// resourceVersion, and the annotation that ends a watch-list's initial
+// events when end is set.
+func bookmark(r *resource, rv int64, end bool) runtime.Object {
+	obj := r.newObject(r.storage)
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion(strconv.FormatInt(rv, 10))
+	if end {
+		m.SetAnnotations(map[string]string{initialEventsEnd: "true"})
 	}
-	s.history = append(s.history, e)
-	if over := len(s.history) - s.head - s.limit; over > 0 {
-		s.compacted = s.history[s.head+over-1].rv
-		clear(s.history[s.head : s.head+over]) // let the objects go
-		s.head += over
-		// The trimmed events are dropped once they are as many as the kept
-		// ones: each write costs O(1) on average, not a copy of the history.
-		if s.head >= max(s.limit, 1) {
-			s.history = append(make([]event, 0, 2*s.limit+1), s.history[s.head:]...)
-			s.head = 0
-		}
-	}
-	for w := range s.watchers {
-		w.offer(e)
-	}
+	return obj
 }
 
-// compact forgets the history: a watch from any resourceVersion before now
-// gets 410 Expired, as after an etcd compaction.
-func (s *server) compact() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.compacted = s.rv
-	s.history, s.head = nil, 0
-}
-
-// kept is the history a watch can resume from, oldest first. Callers hold
-// s.mu.
-func (s *server) kept() []event { return s.history[s.head:] }
-
-func (s *server) forget(w *watcher) {
+func (s *store) forget(w *watcher) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.watchers, w)
 }
 
-// stop ends every watch and refuses further requests.
-func (s *server) stop() {
-	s.mu.Lock()
-	s.closed = true
-	ws := make([]*watcher, 0, len(s.watchers))
-	for w := range s.watchers {
-		ws = append(ws, w)
-	}
-	s.mu.Unlock()
-	for _, w := range ws {
-		w.Stop()
-	}
-}
-
 type watcher struct {
-	s     *server
-	gvr   schema.GroupVersionResource
-	ns    string
-	label labels.Selector
-	field fields.Selector
+	s  *store
+	r  *resource
+	ns string
+	o  watchOptions
 
 	mu      sync.Mutex
 	queue   []watch.Event
@@ -143,20 +147,20 @@ type watcher struct {
 	stopped sync.Once
 }
 
-func newWatcher(s *server, gvr schema.GroupVersionResource, ns string, label labels.Selector, field fields.Selector) *watcher {
+func newWatcher(s *store, r *resource, ns string, o watchOptions) *watcher {
 	return &watcher{
-		s: s, gvr: gvr, ns: ns, label: label, field: field,
+		s: s, r: r, ns: ns, o: o,
 		wake: make(chan struct{}, 1), out: make(chan watch.Event), stop: make(chan struct{}),
 	}
 }
 
 // offer queues e if it concerns this watch, translated for its selectors.
 func (w *watcher) offer(e event) {
-	if e.gvr != w.gvr || (w.ns != "" && e.ns != w.ns) {
+	if e.gvr != w.r.gvr || (w.ns != "" && e.ns != w.ns) {
 		return
 	}
-	now := w.matches(e.obj)
-	before := e.prev != nil && w.matches(e.prev)
+	now := w.r.matches(e.obj, w.o.label, w.o.field)
+	before := e.prev != nil && w.r.matches(e.prev, w.o.label, w.o.field)
 	typ := e.typ
 	switch {
 	case e.typ == watch.Modified && now && !before:
@@ -168,27 +172,21 @@ func (w *watcher) offer(e event) {
 	case e.typ != watch.Deleted && !now:
 		return
 	}
+	obj := e.obj
+	if w.o.copy {
+		obj = obj.DeepCopyObject()
+	}
+	w.push(watch.Event{Type: typ, Object: obj})
+}
+
+func (w *watcher) push(e watch.Event) {
 	w.mu.Lock()
-	w.queue = append(w.queue, watch.Event{Type: typ, Object: e.obj.DeepCopyObject()})
+	w.queue = append(w.queue, e)
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-}
-
-func (w *watcher) matches(obj runtime.Object) bool {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return false
-	}
-	if !w.label.Matches(labels.Set(m.GetLabels())) {
-		return false
-	}
-	if w.field.Empty() {
-		return true
-	}
-	return w.field.Matches(fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()})
 }
 
 // pump moves queued events to the result channel until Stop.
@@ -213,6 +211,7 @@ func (w *watcher) pump() {
 		select {
 		case w.out <- *next:
 			w.mu.Lock()
+			w.queue[0] = watch.Event{}
 			w.queue = w.queue[1:]
 			w.mu.Unlock()
 		case <-w.stop:

@@ -1,0 +1,276 @@
+package fake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sync/atomic"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/converge-lab/converge/sim/fake/internal/builtin"
+)
+
+// Door 1: client-go's fake clientset. Its reactors hand every request to
+// the store, typed objects in and out, so nothing is encoded on the way:
+// the fastest path, for controllers that take a kubernetes.Interface.
+
+// install makes s answer every request of cs, ahead of the fake's own
+// tracker (which stays empty).
+func (s *store) install(cs *fake.Clientset) {
+	var requests atomic.Int64
+	react := func(action k8stesting.Action) (bool, runtime.Object, error) {
+		// The clientset keeps a copy of every request it was asked, for
+		// tests that read Actions(). A run makes millions: forget them now
+		// and then, from outside the clientset's lock, which is held here.
+		if requests.Add(1)%forgetActionsEvery == 0 {
+			go cs.ClearActions()
+		}
+		return s.react(action)
+	}
+	cs.PrependReactor("*", "*", react)
+	cs.PrependWatchReactor("*", s.watchReactor)
+}
+
+// forgetActionsEvery is how many requests a clientset's action log holds
+// at most, give or take the ones made while it is being cleared.
+const forgetActionsEvery = 4096
+
+// builtinResourceLists are the clientset's discovery: the built-in
+// resources, as the API server lists them.
+func builtinResourceLists() []*metav1.APIResourceList {
+	var lists []*metav1.APIResourceList
+	seen := map[schema.GroupVersion]bool{}
+	for _, r := range builtin.All() {
+		gv := r.GVR.GroupVersion()
+		if seen[gv] {
+			continue
+		}
+		seen[gv] = true
+		if l, ok := builtin.APIResourceList(gv, nil); ok {
+			lists = append(lists, l)
+		}
+	}
+	return lists
+}
+
+func (s *store) react(action k8stesting.Action) (bool, runtime.Object, error) {
+	ctx := context.Background()
+	gvr, ns := action.GetResource(), action.GetNamespace()
+	// By verb, not by type: an update action satisfies CreateAction too.
+	switch action.GetVerb() {
+	case "get":
+		r := s.resourceFor(gvr, nil)
+		obj, err := s.get(r, ns, action.(k8stesting.GetAction).GetName())
+		return true, copyOut(obj), err
+	case "list":
+		return s.listReaction(action.(k8stesting.ListAction))
+	case "create":
+		a := action.(k8stesting.CreateAction)
+		if a.GetSubresource() == "binding" {
+			binding, ok := a.GetObject().(*corev1.Binding)
+			if !ok {
+				return true, nil, apierrors.NewBadRequest(fmt.Sprintf("binding: unexpected %T", a.GetObject()))
+			}
+			return true, nil, s.bind(ns, binding)
+		}
+		if a.GetSubresource() != "" {
+			r := s.resourceFor(gvr, a.GetObject())
+			return true, nil, apierrors.NewMethodNotSupported(r.groupResource(), "create "+a.GetSubresource())
+		}
+		r := s.resourceFor(gvr, a.GetObject())
+		// The clientset hands each reactor its own copy of the request.
+		obj, err := s.create(ctx, r, ns, a.GetObject(), writeOptions{})
+		return true, copyOut(obj), err
+	case "update":
+		a := action.(k8stesting.UpdateAction)
+		r := s.resourceFor(gvr, a.GetObject())
+		obj, err := s.update(ctx, r, ns, a.GetObject(), a.GetSubresource(), "", writeOptions{put: true})
+		return true, copyOut(obj), err
+	case "patch":
+		a := action.(k8stesting.PatchAction)
+		r := s.resourceFor(gvr, nil)
+		if a.GetPatchType() == types.ApplyPatchType {
+			var opts metav1.PatchOptions
+			if impl, ok := a.(k8stesting.PatchActionImpl); ok {
+				opts = impl.PatchOptions
+			}
+			obj, _, err := s.apply(ctx, r, ns, a.GetName(), a.GetSubresource(), a.GetPatch(), opts.FieldManager, ptrTrue(opts.Force), len(opts.DryRun) > 0)
+			return true, copyOut(obj), err
+		}
+		obj, err := s.patchTyped(ctx, r, ns, a.GetName(), a.GetSubresource(), a.GetPatchType(), a.GetPatch())
+		return true, copyOut(obj), err
+	case "delete":
+		a := action.(k8stesting.DeleteAction)
+		obj, err := s.delete(ctx, s.resourceFor(gvr, nil), ns, a.GetName(), a.GetDeleteOptions())
+		return true, copyOut(obj), err
+	case "delete-collection":
+		a := action.(k8stesting.DeleteCollectionAction)
+		r := s.resourceFor(gvr, nil)
+		lo, err := parseListOptions(r, metav1.ListOptions{LabelSelector: a.GetListRestrictions().Labels.String(), FieldSelector: a.GetListRestrictions().Fields.String()})
+		if err != nil {
+			return true, nil, err
+		}
+		return true, nil, s.deleteCollection(ctx, r, ns, lo, metav1.DeleteOptions{})
+	}
+	return true, nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), action.GetVerb())
+}
+
+// resourceFor is the resource of a clientset request, under the store's
+// lock (the registry fills its cache lazily).
+func (s *store) resourceFor(gvr schema.GroupVersionResource, obj runtime.Object) *resource {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kinds.forObject(gvr, obj)
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+func copyOut(obj runtime.Object) runtime.Object {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return nil
+	}
+	return obj.DeepCopyObject()
+}
+
+func (s *store) listReaction(a k8stesting.ListAction) (bool, runtime.Object, error) {
+	impl, ok := a.(k8stesting.ListActionImpl)
+	if !ok {
+		return true, nil, fmt.Errorf("fake backend: unexpected list action %T", a)
+	}
+	r := s.resourceFor(a.GetResource(), nil)
+	if r.goType == nil {
+		s.mu.Lock()
+		r = s.kinds.forKind(a.GetResource(), impl.GetKind())
+		s.mu.Unlock()
+	}
+	lo, err := parseListOptions(r, metav1.ListOptions{
+		LabelSelector:   impl.GetListRestrictions().Labels.String(),
+		FieldSelector:   impl.GetListRestrictions().Fields.String(),
+		ResourceVersion: impl.ListOptions.ResourceVersion, ResourceVersionMatch: impl.ListOptions.ResourceVersionMatch,
+		Limit: impl.ListOptions.Limit, Continue: impl.ListOptions.Continue,
+	})
+	if err != nil {
+		return true, nil, err
+	}
+	objs, rv, next, err := s.list(r, a.GetNamespace(), lo)
+	if err != nil {
+		return true, nil, err
+	}
+	// The action names the item kind.
+	listKind := impl.GetKind()
+	listKind.Kind += "List"
+	list, err := apiScheme.New(listKind)
+	if err != nil {
+		return true, nil, err
+	}
+	items := make([]runtime.Object, len(objs))
+	for i, obj := range objs {
+		items[i] = obj.DeepCopyObject()
+	}
+	if err := meta.SetList(list, items); err != nil {
+		return true, nil, err
+	}
+	if l, err := meta.ListAccessor(list); err == nil {
+		l.SetResourceVersion(fmt.Sprint(rv))
+		l.SetContinue(next)
+	}
+	return true, list, nil
+}
+
+func (s *store) watchReactor(action k8stesting.Action) (bool, watch.Interface, error) {
+	var opts metav1.ListOptions
+	if a, ok := action.(k8stesting.WatchActionImpl); ok {
+		opts = a.ListOptions
+	}
+	r := s.resourceFor(action.GetResource(), nil)
+	wo, err := parseWatchOptions(r, opts)
+	if err != nil {
+		return true, nil, err
+	}
+	wo.copy = true
+	w, err := s.watch(r, action.GetNamespace(), wo)
+	if err != nil {
+		return true, nil, err
+	}
+	return true, w, nil
+}
+
+// patchTyped applies a JSON, merge or strategic merge patch to a stored
+// typed object and writes the result as an update.
+func (s *store) patchTyped(ctx context.Context, r *resource, ns, name, subresource string, pt types.PatchType, patch []byte) (runtime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errStopped()
+	}
+	if !r.namespaced {
+		ns = ""
+	}
+	stored, err := s.lookup(r, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	out, err := applyPatch(r, stored, pt, patch)
+	if err != nil {
+		return nil, err
+	}
+	// A patch is conditional only when it names a resourceVersion itself.
+	om, _ := meta.Accessor(out)
+	sm, _ := meta.Accessor(stored)
+	precondition := sm.GetResourceVersion()
+	if om.GetResourceVersion() != sm.GetResourceVersion() {
+		precondition = om.GetResourceVersion()
+	}
+	return s.updateLocked(ctx, r, ns, out, subresource, precondition, writeOptions{})
+}
+
+// applyPatch returns stored with patch applied, as a new object.
+func applyPatch(r *resource, stored runtime.Object, pt types.PatchType, patch []byte) (runtime.Object, error) {
+	orig, err := json.Marshal(stored)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	var patched []byte
+	switch pt {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if patched, err = p.Apply(orig); err != nil {
+			return nil, statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, err.Error())
+		}
+	case types.MergePatchType:
+		if patched, err = jsonpatch.MergePatch(orig, patch); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	case types.StrategicMergePatchType:
+		if !r.typed() {
+			return nil, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+		}
+		if patched, err = strategicpatch.StrategicMergePatch(orig, patch, stored); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	default:
+		return nil, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+	}
+	out := r.newObject(r.storage)
+	if err := json.Unmarshal(patched, out); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return out, nil
+}
