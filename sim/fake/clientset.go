@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"sync"
 	"sync/atomic"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -50,8 +51,9 @@ func (s *store) install(cs *fake.Clientset) {
 const forgetActionsEvery = 4096
 
 // builtinResourceLists are the clientset's discovery: the built-in
-// resources, as the API server lists them.
-func builtinResourceLists() []*metav1.APIResourceList {
+// resources, as the API server lists them. Built once: clientsets only
+// read them.
+var builtinResourceLists = sync.OnceValue(func() []*metav1.APIResourceList {
 	var lists []*metav1.APIResourceList
 	seen := map[schema.GroupVersion]bool{}
 	for _, r := range builtin.All() {
@@ -65,7 +67,7 @@ func builtinResourceLists() []*metav1.APIResourceList {
 		}
 	}
 	return lists
-}
+})
 
 func (s *store) react(action k8stesting.Action) (bool, runtime.Object, error) {
 	ctx := context.Background()
@@ -177,11 +179,7 @@ func (s *store) listReaction(a k8stesting.ListAction) (bool, runtime.Object, err
 	if err != nil {
 		return true, nil, err
 	}
-	items := make([]runtime.Object, len(objs))
-	for i, obj := range objs {
-		items[i] = obj.DeepCopyObject()
-	}
-	if err := meta.SetList(list, items); err != nil {
+	if err := fillList(list, objs); err != nil {
 		return true, nil, err
 	}
 	if l, err := meta.ListAccessor(list); err == nil {
@@ -189,6 +187,25 @@ func (s *store) listReaction(a k8stesting.ListAction) (bool, runtime.Object, err
 		l.SetContinue(next)
 	}
 	return true, list, nil
+}
+
+// fillList sets list's items to copies of objs, each copied straight into
+// its place in the Items slice: one copy per item, not two.
+func fillList(list runtime.Object, objs []runtime.Object) error {
+	items := reflect.ValueOf(list).Elem().FieldByName("Items")
+	if !items.IsValid() || items.Kind() != reflect.Slice {
+		return fmt.Errorf("fake backend: %T has no Items", list)
+	}
+	slice := reflect.MakeSlice(items.Type(), len(objs), len(objs))
+	for i, obj := range objs {
+		in := reflect.ValueOf(obj)
+		if in.Type() != slice.Index(i).Addr().Type() {
+			return fmt.Errorf("fake backend: a %T in a %T", obj, list)
+		}
+		in.MethodByName("DeepCopyInto").Call([]reflect.Value{slice.Index(i).Addr()})
+	}
+	items.Set(slice)
+	return nil
 }
 
 func (s *store) watchReactor(action k8stesting.Action) (bool, watch.Interface, error) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,10 +45,9 @@ type store struct {
 	rv        int64
 	tables    map[schema.GroupVersionResource]map[objKey]runtime.Object
 	kinds     *registry
-	history   []event // history[head:] are the writes after compacted, oldest first
-	head      int     // trimmed events at the front of history, dropped in batches
-	limit     int     // history kept; older watches get 410
-	compacted int64   // watches from at or below this resourceVersion get 410
+	history   ring  // the writes after compacted, oldest first
+	limit     int   // history kept; older watches get 410
+	compacted int64 // watches from at or below this resourceVersion get 410
 	watchers  map[*watcher]struct{}
 	owners    owners
 	gc        *collector
@@ -288,9 +288,8 @@ func (s *store) snapshot(r *resource, ns string, at int64) (map[objKey]runtime.O
 	if at == s.rv {
 		return objs, nil
 	}
-	kept := s.kept()
-	for i := len(kept) - 1; i >= 0 && kept[i].rv > at; i-- {
-		e := kept[i]
+	for i := s.history.len() - 1; i >= 0 && s.history.at(i).rv > at; i-- {
+		e := s.history.at(i)
 		if e.gvr != r.gvr || ns != "" && e.ns != ns {
 			continue
 		}
@@ -707,17 +706,8 @@ func (s *store) bind(ns string, binding *corev1.Binding) error {
 // emit records a write and offers it to every watcher. Callers hold s.mu.
 func (s *store) emit(gvr schema.GroupVersionResource, ns string, typ watch.EventType, obj, prev runtime.Object) {
 	e := event{rv: s.rv, gvr: gvr, ns: ns, typ: typ, obj: obj, prev: prev}
-	s.history = append(s.history, e)
-	if over := len(s.history) - s.head - s.limit; over > 0 {
-		s.compacted = s.history[s.head+over-1].rv
-		clear(s.history[s.head : s.head+over]) // let the objects go
-		s.head += over
-		// The trimmed events are dropped once they are as many as the kept
-		// ones: each write costs O(1) on average, not a copy of the history.
-		if s.head >= max(s.limit, 1) {
-			s.history = append(make([]event, 0, 2*s.limit+1), s.history[s.head:]...)
-			s.head = 0
-		}
+	if dropped, ok := s.history.push(e, s.limit); ok {
+		s.compacted = dropped
 	}
 	for w := range s.watchers {
 		w.offer(e)
@@ -731,12 +721,41 @@ func (s *store) compact() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.compacted = s.rv
-	s.history, s.head = nil, 0
+	s.history = ring{}
 }
 
-// kept is the history a watch can resume from, oldest first. Callers hold
-// s.mu.
-func (s *store) kept() []event { return s.history[s.head:] }
+// ring is the write history: a slice that grows to the limit, then a
+// ring over it, so a full history costs one store per write and no copy.
+type ring struct {
+	events []event
+	head   int // the oldest event, once full
+}
+
+func (r *ring) len() int { return len(r.events) }
+
+// at is the i-th oldest event.
+func (r *ring) at(i int) event { return r.events[(r.head+i)%len(r.events)] }
+
+// push appends e, dropping the oldest event when limit are kept, and
+// returns the dropped event's resourceVersion.
+func (r *ring) push(e event, limit int) (int64, bool) {
+	if len(r.events) < limit {
+		r.events = append(r.events, e)
+		return 0, false
+	}
+	if limit == 0 {
+		return e.rv, true
+	}
+	dropped := r.events[r.head].rv
+	r.events[r.head] = e
+	r.head = (r.head + 1) % len(r.events)
+	return dropped, true
+}
+
+// since is the index of the first event after resourceVersion rv.
+func (r *ring) since(rv int64) int {
+	return sort.Search(r.len(), func(i int) bool { return r.at(i).rv > rv })
+}
 
 // stop ends every watch and the garbage collector, and refuses further
 // requests.

@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"sort"
 	"strconv"
 	"sync"
 
@@ -90,10 +89,8 @@ func (s *store) watch(r *resource, ns string, o watchOptions) (*watcher, error) 
 		}
 	}
 	if replay {
-		kept := s.kept()
-		first := sort.Search(len(kept), func(i int) bool { return kept[i].rv > from })
-		for _, e := range kept[first:] {
-			w.offer(e)
+		for i := s.history.since(from); i < s.history.len(); i++ {
+			w.offer(s.history.at(i))
 		}
 	} else {
 		objs, _ := s.snapshot(r, ns, s.rv)
