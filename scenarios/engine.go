@@ -549,7 +549,8 @@ func (r *run) startInstance(ctx context.Context) error {
 // the run ends) and returns the kubeconfig that reaches it. Its requests are
 // recorded as they leave the proxy for the server.
 func (r *run) proxy(idx int, inj *chaos.Injector) (string, error) {
-	if r.env.ControllerConfig == nil {
+	if r.env.ControllerConfig == nil || r.fakeBE != nil {
+		// The fake's REST door is in process: no listener to reach.
 		return "", fmt.Errorf("the %s backend has no server for a controller binary to reach", r.opts.Backend)
 	}
 	upstream := rest.CopyConfig(r.env.ControllerConfig)

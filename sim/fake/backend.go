@@ -88,7 +88,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		}
 	}
 	h := &handler{s: b.store}
-	admin := restConfig(h, "converge-admin")
+	admin := restConfig(h)
 	if err := sim.InstallCRDs(ctx, admin, 0, b.crds...); err != nil {
 		return nil, fmt.Errorf("fake backend: %w", err)
 	}
@@ -96,7 +96,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		Backend:          b.Name(),
 		Namespace:        b.cfg.Namespace,
 		RESTConfig:       admin,
-		ControllerConfig: restConfig(h, "converge-controller"),
+		ControllerConfig: restConfig(h),
 		ControllerClient: b.newClientLocked(),
 		Observer:         observer,
 		Can: sim.Capabilities{

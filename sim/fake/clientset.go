@@ -76,12 +76,23 @@ func (s *store) react(action k8stesting.Action) (bool, runtime.Object, error) {
 	switch action.GetVerb() {
 	case "get":
 		r := s.resourceFor(gvr, nil)
-		obj, err := s.get(r, ns, action.(k8stesting.GetAction).GetName())
+		a, ok := action.(k8stesting.GetAction)
+		if !ok {
+			return false, nil, nil // the clientset's discovery, answered from its Resources
+		}
+		obj, err := s.get(r, ns, a.GetName())
 		return true, copyOut(obj), err
 	case "list":
-		return s.listReaction(action.(k8stesting.ListAction))
+		a, ok := action.(k8stesting.ListAction)
+		if !ok {
+			return false, nil, nil
+		}
+		return s.listReaction(a)
 	case "create":
-		a := action.(k8stesting.CreateAction)
+		a, ok := action.(k8stesting.CreateAction)
+		if !ok {
+			return false, nil, nil
+		}
 		if a.GetSubresource() == "binding" {
 			binding, ok := a.GetObject().(*corev1.Binding)
 			if !ok {
@@ -98,12 +109,18 @@ func (s *store) react(action k8stesting.Action) (bool, runtime.Object, error) {
 		obj, err := s.create(ctx, r, ns, a.GetObject(), writeOptions{})
 		return true, copyOut(obj), err
 	case "update":
-		a := action.(k8stesting.UpdateAction)
+		a, ok := action.(k8stesting.UpdateAction)
+		if !ok {
+			return false, nil, nil
+		}
 		r := s.resourceFor(gvr, a.GetObject())
 		obj, err := s.update(ctx, r, ns, a.GetObject(), a.GetSubresource(), "", writeOptions{put: true})
 		return true, copyOut(obj), err
 	case "patch":
-		a := action.(k8stesting.PatchAction)
+		a, ok := action.(k8stesting.PatchAction)
+		if !ok {
+			return false, nil, nil
+		}
 		r := s.resourceFor(gvr, nil)
 		if a.GetPatchType() == types.ApplyPatchType {
 			var opts metav1.PatchOptions
@@ -116,11 +133,17 @@ func (s *store) react(action k8stesting.Action) (bool, runtime.Object, error) {
 		obj, err := s.patchTyped(ctx, r, ns, a.GetName(), a.GetSubresource(), a.GetPatchType(), a.GetPatch())
 		return true, copyOut(obj), err
 	case "delete":
-		a := action.(k8stesting.DeleteAction)
+		a, ok := action.(k8stesting.DeleteAction)
+		if !ok {
+			return false, nil, nil
+		}
 		obj, err := s.delete(ctx, s.resourceFor(gvr, nil), ns, a.GetName(), a.GetDeleteOptions())
 		return true, copyOut(obj), err
 	case "delete-collection":
-		a := action.(k8stesting.DeleteCollectionAction)
+		a, ok := action.(k8stesting.DeleteCollectionAction)
+		if !ok {
+			return false, nil, nil
+		}
 		r := s.resourceFor(gvr, nil)
 		lo, err := parseListOptions(r, metav1.ListOptions{LabelSelector: a.GetListRestrictions().Labels.String(), FieldSelector: a.GetListRestrictions().Fields.String()})
 		if err != nil {

@@ -424,3 +424,17 @@ func TestNameRulesFollowTheResource(t *testing.T) {
 	require.True(t, apierrors.IsInvalid(err), "%v", err)
 	assert.Contains(t, err.Error(), "name or generateName is required")
 }
+
+// TestClientsetDiscovery: the fake clientset's discovery lists the
+// built-in resources, as the server's does.
+func TestClientsetDiscovery(t *testing.T) {
+	_, env := start(t)
+	list, err := env.Observer.Discovery().ServerResourcesForGroupVersion("apps/v1")
+	require.NoError(t, err)
+	var names []string
+	for _, r := range list.APIResources {
+		names = append(names, r.Name)
+	}
+	assert.Contains(t, names, "deployments")
+	assert.Contains(t, names, "deployments/scale")
+}

@@ -217,6 +217,12 @@ func (g *registry) afterDelete(ctx context.Context, r *resource, obj runtime.Obj
 			delete(g.custom, gr)
 			delete(g.s.tables, served.gvr)
 			g.generation++
+			// Its watches end, as the API server ends them.
+			for w := range g.s.watchers {
+				if w.r == served {
+					w.finish()
+				}
+			}
 		}
 		return
 	}

@@ -13,12 +13,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,7 +31,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-lab/converge/sim"
-	"github.com/converge-lab/converge/sim/fake"
 )
 
 // startREST starts a backend and returns a clientset over its REST door.
@@ -273,7 +277,83 @@ func TestRESTBadRequests(t *testing.T) {
 	}
 }
 
-var _ = appsv1.SchemeGroupVersion
-var _ = fake.Config{}
-
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// TestRESTBodyTooLarge: a body over the API server's 3 MiB limit is a 413,
+// read no further.
+func TestRESTBodyTooLarge(t *testing.T) {
+	_, env := start(t)
+	hc, err := rest.HTTPClientFor(env.RESTConfig)
+	require.NoError(t, err)
+	body := `{"metadata":{"name":"big"},"data":{"k":"` + strings.Repeat("x", 3<<20) + `"}}`
+	req, err := http.NewRequest("POST", env.RESTConfig.Host+"/api/v1/namespaces/converge/configmaps", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+}
+
+// TestApplyThroughTheClientset: the typed clientset's Apply reaches the
+// same server-side apply as the REST door.
+func TestApplyThroughTheClientset(t *testing.T) {
+	_, env := start(t)
+	ctx := context.Background()
+	cms := env.Observer.CoreV1().ConfigMaps(ns)
+	cm, err := cms.Apply(ctx, corev1ac.ConfigMap("applied", ns).WithData(map[string]string{"a": "1"}), metav1.ApplyOptions{FieldManager: "mgr-a"})
+	require.NoError(t, err)
+	assert.Equal(t, "1", cm.Data["a"])
+	require.Len(t, cm.ManagedFields, 1)
+	assert.Equal(t, "mgr-a", cm.ManagedFields[0].Manager)
+	_, err = cms.Apply(ctx, corev1ac.ConfigMap("applied", ns).WithData(map[string]string{"a": "2"}), metav1.ApplyOptions{FieldManager: "mgr-b"})
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+}
+
+// TestCustomResourceVersions: a CRD serving two versions stores one and
+// answers in the version asked for; deleting the CRD ends its watches.
+func TestCustomResourceVersions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, env := start(t)
+		ctx := context.Background()
+		preserve := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+		version := func(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+			return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: true, Storage: storage,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": preserve}}}}
+		}
+		crds := apiextensions.NewForConfigOrDie(env.RESTConfig).ApiextensionsV1().CustomResourceDefinitions()
+		_, err := crds.Create(ctx, &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: "things.example.com"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "things", Singular: "thing", Kind: "Thing", ListKind: "ThingList"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version("v1", true), version("v2", false)},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		dc := dynamic.NewForConfigOrDie(env.RESTConfig)
+		v1 := dc.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}).Namespace(ns)
+		v2 := dc.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "things"}).Namespace(ns)
+		thing := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v2", "kind": "Thing",
+			"metadata": map[string]any{"name": "a"}, "spec": map[string]any{"n": int64(1)}}}
+		created, err := v2.Create(ctx, thing, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "example.com/v2", created.GetAPIVersion())
+		got, err := v1.Get(ctx, "a", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "example.com/v1", got.GetAPIVersion())
+		assert.Equal(t, int64(1), got.Object["spec"].(map[string]any)["n"])
+
+		w, err := v1.Watch(ctx, metav1.ListOptions{ResourceVersion: got.GetResourceVersion()})
+		require.NoError(t, err)
+		require.NoError(t, crds.Delete(ctx, "things.example.com", metav1.DeleteOptions{}))
+		var types []watch.EventType
+		for e := range w.ResultChan() {
+			types = append(types, e.Type)
+		}
+		assert.Equal(t, []watch.EventType{watch.Deleted}, types, "the resource's deletion, then the watch ends")
+		_, err = v1.Get(ctx, "a", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err))
+	})
+}

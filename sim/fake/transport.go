@@ -137,13 +137,13 @@ func (b *streamBody) Close() error {
 }
 
 // restConfig is a config whose requests the handler answers in process,
-// in JSON (the handler speaks no protobuf). Client-side throttling is the
-// client's, as with any kubeconfig.
-func restConfig(h http.Handler, userAgent string) *rest.Config {
+// in JSON (the handler speaks no protobuf). The user agent (hence the
+// default field manager) and client-side throttling are the client's, as
+// with any kubeconfig.
+func restConfig(h http.Handler) *rest.Config {
 	return &rest.Config{
 		Host:      host,
 		Transport: &inProcess{h: h},
-		UserAgent: userAgent,
 		ContentConfig: rest.ContentConfig{
 			ContentType:        "application/json",
 			AcceptContentTypes: "application/json",

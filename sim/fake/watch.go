@@ -142,12 +142,14 @@ type watcher struct {
 	out     chan watch.Event
 	stop    chan struct{}
 	stopped sync.Once
+	end     chan struct{} // closed by finish: end once the queue is delivered
+	ended   sync.Once
 }
 
 func newWatcher(s *store, r *resource, ns string, o watchOptions) *watcher {
 	return &watcher{
 		s: s, r: r, ns: ns, o: o,
-		wake: make(chan struct{}, 1), out: make(chan watch.Event), stop: make(chan struct{}),
+		wake: make(chan struct{}, 1), out: make(chan watch.Event), stop: make(chan struct{}), end: make(chan struct{}),
 	}
 }
 
@@ -203,6 +205,8 @@ func (w *watcher) pump() {
 				continue
 			case <-w.stop:
 				return
+			case <-w.end:
+				return
 			}
 		}
 		select {
@@ -217,5 +221,10 @@ func (w *watcher) pump() {
 	}
 }
 
-func (w *watcher) Stop()                          { w.stopped.Do(func() { close(w.stop) }) }
+func (w *watcher) Stop() { w.stopped.Do(func() { close(w.stop) }) }
+
+// finish ends the watch once what is queued has been delivered, as a
+// server ends the watches of a resource it stops serving.
+func (w *watcher) finish() { w.ended.Do(func() { close(w.end) }) }
+
 func (w *watcher) ResultChan() <-chan watch.Event { return w.out }
