@@ -1,23 +1,15 @@
 package sim
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -31,88 +23,38 @@ const MaxCRDFileSize = 3 << 20
 // skipped; a document that is not valid YAML, or a CRD that does not decode
 // strictly, is an error naming its file and document.
 func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var files []string
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("CRDs: %w", err)
-		}
-		if !info.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, fmt.Errorf("CRDs: %w", err)
-		}
-		for _, e := range entries {
-			switch strings.ToLower(filepath.Ext(e.Name())) {
-			case ".yaml", ".yml", ".json":
-				if !e.IsDir() {
-					files = append(files, filepath.Join(p, e.Name()))
-				}
-			}
-		}
-	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		got, err := readCRDFile(f)
-		if err != nil {
-			return nil, err
-		}
-		crds = append(crds, got...)
-	}
-	seen := map[string]string{}
-	for _, c := range crds {
-		if prev, ok := seen[c.Name]; ok {
-			return nil, fmt.Errorf("CRDs: %s is defined twice (%s)", c.Name, prev)
-		}
-		seen[c.Name] = c.Name
-	}
-	return crds, nil
-}
-
-func readCRDFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	f, err := os.Open(path)
+	files, err := manifestFiles(paths)
 	if err != nil {
 		return nil, fmt.Errorf("CRDs: %w", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxCRDFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("CRDs: %s: %w", path, err)
-	}
-	if len(data) > MaxCRDFileSize {
-		return nil, fmt.Errorf("CRDs: %s is larger than %d bytes", path, MaxCRDFileSize)
-	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for doc := 1; ; doc++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	seen := map[string]bool{}
+	for _, f := range files {
+		docs, err := readDocuments(f)
 		if err != nil {
-			return nil, fmt.Errorf("CRDs: %s, document %d: %w", path, doc, err)
+			return nil, fmt.Errorf("CRDs: %w", err)
 		}
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
+		for _, d := range docs {
+			var tm metav1.TypeMeta
+			if err := yaml.Unmarshal(d.raw, &tm); err != nil {
+				return nil, fmt.Errorf("CRDs: %s, document %d: %w", f, d.n, err)
+			}
+			if tm.Kind != "CustomResourceDefinition" {
+				continue
+			}
+			if tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
+				return nil, fmt.Errorf("CRDs: %s, document %d: apiVersion %q: only %s is served", f, d.n, tm.APIVersion, apiextensionsv1.SchemeGroupVersion)
+			}
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := yaml.UnmarshalStrict(d.raw, &crd); err != nil {
+				return nil, fmt.Errorf("CRDs: %s, document %d: %w", f, d.n, err)
+			}
+			if seen[crd.Name] {
+				return nil, fmt.Errorf("CRDs: %s is defined twice (%s, document %d)", crd.Name, f, d.n)
+			}
+			seen[crd.Name] = true
+			crds = append(crds, &crd)
 		}
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(raw, &meta); err != nil {
-			return nil, fmt.Errorf("CRDs: %s, document %d: %w", path, doc, err)
-		}
-		if meta.Kind != "CustomResourceDefinition" {
-			continue
-		}
-		if meta.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
-			return nil, fmt.Errorf("CRDs: %s, document %d: apiVersion %q: only %s is served", path, doc, meta.APIVersion, apiextensionsv1.SchemeGroupVersion)
-		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
-			return nil, fmt.Errorf("CRDs: %s, document %d: %w", path, doc, err)
-		}
-		crds = append(crds, &crd)
 	}
 	return crds, nil
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,12 +44,17 @@ type Config struct {
 	// (or updated) and established at Start; left installed at Stop, since
 	// other runs may use them (see sim.ReadCRDs).
 	CRDPaths []string
+	// Controller is the controller's identity and RBAC, applied in the
+	// run's namespace; ControllerConfig then impersonates it. Zero means
+	// the scaler's ServiceAccount and config/'s RBAC.
+	Controller sim.Identity
 }
 
 // Backend is the cluster backend.
 type Backend struct {
 	cfg  Config
 	crds []*apiextensionsv1.CustomResourceDefinition
+	rbac []runtime.Object
 
 	mu       sync.Mutex
 	ns       string
@@ -72,7 +78,11 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster backend: %w", err)
 	}
-	return &Backend{cfg: cfg, crds: crds}, nil
+	rbac, err := cfg.Controller.Validate()
+	if err != nil {
+		return nil, fmt.Errorf("cluster backend: %w", err)
+	}
+	return &Backend{cfg: cfg, crds: crds, rbac: rbac}, nil
 }
 
 // Name is "cluster".
@@ -116,6 +126,12 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 
 	scaler := rest.CopyConfig(admin)
 	scaler.Impersonate = rest.ImpersonationConfig{UserName: config.ScalerUser, Groups: config.ScalerGroups}
+	if id := b.cfg.Controller; !id.IsZero() {
+		if err := id.ApplyRBAC(ctx, observer, ns, b.rbac); err != nil {
+			return nil, fmt.Errorf("cluster backend: %w", err)
+		}
+		scaler = id.Config(admin, ns)
+	}
 	return &sim.Env{
 		Backend:          b.Name(),
 		Namespace:        ns,

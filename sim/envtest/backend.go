@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/converge-lab/converge/sim"
@@ -21,6 +22,8 @@ type Backend struct {
 	cp       *ControlPlane
 	prefix   string
 	crds     []*apiextensionsv1.CustomResourceDefinition
+	id       sim.Identity
+	rbac     []runtime.Object
 	mu       sync.Mutex
 	ns       string
 	observer kubernetes.Interface
@@ -43,6 +46,10 @@ type BackendConfig struct {
 	// CRDDirectoryPaths; left installed at Stop, since other runs on the
 	// control plane may use them (see sim.ReadCRDs).
 	CRDPaths []string
+	// Controller is the controller's identity and RBAC, applied in the
+	// run's namespace; ControllerConfig then acts as it. Zero means the
+	// scaler's ServiceAccount and config/'s RBAC.
+	Controller sim.Identity
 }
 
 // NewBackendWith returns a backend on cp configured by cfg; it reads the
@@ -58,7 +65,11 @@ func NewBackendWith(cp *ControlPlane, cfg BackendConfig) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("envtest backend: %w", err)
 	}
-	return &Backend{cp: cp, prefix: cfg.Prefix, crds: crds}, nil
+	rbac, err := cfg.Controller.Validate()
+	if err != nil {
+		return nil, fmt.Errorf("envtest backend: %w", err)
+	}
+	return &Backend{cp: cp, prefix: cfg.Prefix, crds: crds, id: cfg.Controller, rbac: rbac}, nil
 }
 
 // Name is "envtest".
@@ -83,6 +94,13 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		return nil, fmt.Errorf("envtest backend: %w", err)
 	}
 	b.ns, b.observer = ns, observer
+	controllerConfig := b.cp.ScalerConfig()
+	if !b.id.IsZero() {
+		if err := b.id.ApplyRBAC(ctx, observer, ns, b.rbac); err != nil {
+			return nil, fmt.Errorf("envtest backend: %w", err)
+		}
+		controllerConfig = b.id.Config(b.cp.AdminConfig(), ns)
+	}
 	compaction := ""
 	if !b.cp.opts.NoWatchCache {
 		compaction = "etcd is compacted, but the API server's watch cache answers watches from recent resourceVersions itself: no 410 reaches clients (start the control plane with Options.NoWatchCache)"
@@ -91,7 +109,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		Backend:          b.Name(),
 		Namespace:        ns,
 		RESTConfig:       b.cp.AdminConfig(),
-		ControllerConfig: b.cp.ScalerConfig(),
+		ControllerConfig: controllerConfig,
 		Observer:         observer,
 		ControlPlane:     b.cp,
 		Can: sim.Capabilities{
