@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 func TestReadRBAC(t *testing.T) {
@@ -33,8 +35,8 @@ func TestReadRBAC(t *testing.T) {
 	assert.ErrorContains(t, err, "service account")
 }
 
-// TestControllerIdentity: on envtest and cluster, the controller acts as
-// the identity it declares, with exactly the RBAC it declares.
+// TestControllerIdentity: on every backend, the controller acts as the
+// identity it declares, with exactly the RBAC it declares.
 func TestControllerIdentity(t *testing.T) {
 	id := sim.Identity{ServiceAccount: "limited", RBACPaths: []string{"testdata/rbac"}}
 	check := func(t *testing.T, b sim.Backend) {
@@ -52,6 +54,13 @@ func TestControllerIdentity(t *testing.T) {
 		assert.True(t, apierrors.IsForbidden(err), "nor are Secrets: %v", err)
 		assert.Contains(t, err.Error(), "system:serviceaccount:"+env.Namespace+":limited")
 	}
+	t.Run("fake", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b, err := fake.New(fake.Config{Controller: id})
+			require.NoError(t, err)
+			check(t, b)
+		})
+	})
 	t.Run("envtest", func(t *testing.T) {
 		cp := envtest.Require(t)
 		b, err := envtest.NewBackendWith(cp, envtest.BackendConfig{Prefix: "identity-", Controller: id})

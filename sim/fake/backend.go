@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
@@ -30,12 +31,17 @@ type Config struct {
 	// CRDPaths are CustomResourceDefinition files or folders, installed
 	// and established at Start (see sim.ReadCRDs).
 	CRDPaths []string
+	// Controller is the controller's identity and RBAC: the RBAC is stored
+	// in the run's namespace and ControllerConfig acts as the identity,
+	// authorized by it. Zero means a ControllerConfig with full rights.
+	Controller sim.Identity
 }
 
 // Backend is the fake backend.
 type Backend struct {
 	cfg  Config
 	crds []*apiextensionsv1.CustomResourceDefinition
+	rbac []runtime.Object
 
 	mu    sync.Mutex
 	store *store
@@ -64,7 +70,11 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake backend: %w", err)
 	}
-	return &Backend{cfg: cfg, crds: crds}, nil
+	rbac, err := cfg.Controller.Validate()
+	if err != nil {
+		return nil, fmt.Errorf("fake backend: %w", err)
+	}
+	return &Backend{cfg: cfg, crds: crds, rbac: rbac}, nil
 }
 
 // Name is "fake".
@@ -92,11 +102,18 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	if err := sim.InstallCRDs(ctx, admin, 0, b.crds...); err != nil {
 		return nil, fmt.Errorf("fake backend: %w", err)
 	}
+	controller := restConfig(h)
+	if id := b.cfg.Controller; !id.IsZero() {
+		if err := id.ApplyRBAC(ctx, observer, b.cfg.Namespace, b.rbac); err != nil {
+			return nil, fmt.Errorf("fake backend: %w", err)
+		}
+		controller = id.Config(admin, b.cfg.Namespace)
+	}
 	return &sim.Env{
 		Backend:          b.Name(),
 		Namespace:        b.cfg.Namespace,
 		RESTConfig:       admin,
-		ControllerConfig: restConfig(h),
+		ControllerConfig: controller,
 		ControllerClient: b.newClientLocked(),
 		Observer:         observer,
 		Can: sim.Capabilities{

@@ -83,8 +83,14 @@
 //   - no validation or defaulting of built-in kinds beyond metadata (an
 //     invalid spec is stored as sent; a pod's status is only reset to
 //     Pending on create);
-//   - no admission beyond NamespaceLifecycle, no RBAC, no authentication:
-//     both configs act with full rights;
+//   - no admission beyond NamespaceLifecycle and no authentication: a
+//     request is the administrator's unless it impersonates a user (as
+//     ControllerConfig does when Config.Controller declares an identity),
+//     and then RBAC authorizes it from the stored Roles, ClusterRoles and
+//     bindings, with Kubernetes' own rule comparator; aggregated
+//     ClusterRoles are not aggregated, the default ClusterRoles do not
+//     exist (discovery is open to all), and the clientsets are
+//     administrators;
 //   - managedFields are kept only for objects server-side apply has
 //     touched: other writes record none (the field manager costs more than
 //     the rest of a write), so an apply never conflicts with a manager that

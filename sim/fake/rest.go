@@ -225,6 +225,11 @@ func (h *handler) resourceRequest(w http.ResponseWriter, req *http.Request, gv s
 		return notFound()
 	}
 	rq.r = r
+	if u, ok := impersonated(req); ok {
+		if err := h.s.authorize(u, verbOf(req, rq), rq); err != nil {
+			return err
+		}
+	}
 	if r.namespaced == (rq.namespace == "") && !(r.namespaced && rq.name == "" && req.Method == http.MethodGet) {
 		// A namespaced resource by name needs its namespace, and a
 		// cluster-scoped one has none; listing across namespaces is fine.
