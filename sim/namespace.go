@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +57,29 @@ func DeleteRunNamespace(c kubernetes.Interface, name string, within time.Duratio
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("namespace %s still there after %s", name, within)
+		return fmt.Errorf("namespace %s still there after %s%s", name, within, namespaceConditions(c, name))
 	}
 	return nil
+}
+
+// namespaceConditions is what the namespace controller says of a namespace
+// it has not deleted (content remaining, a discovery failure...), for the
+// error that reports it.
+func namespaceConditions(c kubernetes.Interface, name string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	var said []string
+	for _, cond := range ns.Status.Conditions {
+		if cond.Status == corev1.ConditionTrue {
+			said = append(said, fmt.Sprintf("%s: %s", cond.Type, cond.Message))
+		}
+	}
+	if len(said) == 0 {
+		return " (the namespace controller has written no condition: is it running?)"
+	}
+	return " (" + strings.Join(said, "; ") + ")"
 }

@@ -134,6 +134,11 @@ func (b *Backend) Stop() error {
 	}
 	err := sim.DeleteRunNamespace(b.observer, b.ns, 2*time.Minute)
 	b.ns = ""
+	if err != nil {
+		if exited, _ := b.cp.ControllerManagerExited(); exited {
+			err = fmt.Errorf("%w; kube-controller-manager has exited", err)
+		}
+	}
 	return err
 }
 
