@@ -50,17 +50,24 @@ func onEveryBackend(t *testing.T, model world.Model, body func(t *testing.T, env
 	t.Run("cluster", func(t *testing.T) {
 		// The cluster backend through a kubeconfig of the envtest control
 		// plane: the same code path as with kind.
-		cp := envtest.Require(t)
-		user, err := cp.AddUser(crenvtest.User{Name: "converge-conformance", Groups: []string{"system:masters"}})
-		require.NoError(t, err)
-		data, err := user.KubeConfig()
-		require.NoError(t, err)
-		path := filepath.Join(t.TempDir(), "kubeconfig")
-		require.NoError(t, os.WriteFile(path, data, 0o600))
-		b, err := cluster.New(cluster.Config{Kubeconfig: path, NamespacePrefix: "conformance-"})
+		b, err := cluster.New(cluster.Config{Kubeconfig: envtestKubeconfig(t, "converge-conformance"), NamespacePrefix: "conformance-"})
 		require.NoError(t, err)
 		run(t, b, model, false, body)
 	})
+}
+
+// envtestKubeconfig writes a kubeconfig of the shared envtest control
+// plane for an administrator named user, for the cluster backend.
+func envtestKubeconfig(t *testing.T, user string) string {
+	t.Helper()
+	cp := envtest.Require(t)
+	u, err := cp.AddUser(crenvtest.User{Name: user, Groups: []string{"system:masters"}})
+	require.NoError(t, err)
+	data, err := u.KubeConfig()
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path
 }
 
 func run(t *testing.T, b sim.Backend, model world.Model, playDeployments bool, body func(t *testing.T, env *sim.Env)) {

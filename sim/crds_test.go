@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/cluster"
@@ -83,14 +82,7 @@ func TestBackendsInstallCRDs(t *testing.T) {
 		check(t, b)
 	})
 	t.Run("cluster", func(t *testing.T) {
-		cp := envtest.Require(t)
-		user, err := cp.AddUser(crenvtest.User{Name: "converge-crds", Groups: []string{"system:masters"}})
-		require.NoError(t, err)
-		data, err := user.KubeConfig()
-		require.NoError(t, err)
-		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-		require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
-		b, err := cluster.New(cluster.Config{Kubeconfig: kubeconfig, NamespacePrefix: "crds-", CRDPaths: paths})
+		b, err := cluster.New(cluster.Config{Kubeconfig: envtestKubeconfig(t, "converge-crds"), NamespacePrefix: "crds-", CRDPaths: paths})
 		require.NoError(t, err)
 		check(t, b)
 	})

@@ -121,9 +121,7 @@ func (id Identity) ApplyRBAC(ctx context.Context, c kubernetes.Interface, ns str
 	}}, objs...)
 	for _, obj := range objs {
 		obj = obj.DeepCopyObject()
-		if err := place(obj, ns); err != nil {
-			return err
-		}
+		place(obj, ns)
 		if err := applyOne(ctx, c, obj); err != nil {
 			m, _ := meta.Accessor(obj)
 			return fmt.Errorf("RBAC: applying %T %s: %w", obj, m.GetName(), err)
@@ -134,7 +132,7 @@ func (id Identity) ApplyRBAC(ctx context.Context, c kubernetes.Interface, ns str
 
 // place puts namespaced objects and ServiceAccount subjects without a
 // namespace in ns.
-func place(obj runtime.Object, ns string) error {
+func place(obj runtime.Object, ns string) {
 	m, _ := meta.Accessor(obj)
 	switch o := obj.(type) {
 	case *corev1.ServiceAccount, *rbacv1.Role:
@@ -149,7 +147,6 @@ func place(obj runtime.Object, ns string) error {
 	case *rbacv1.ClusterRoleBinding:
 		placeSubjects(o.Subjects, ns)
 	}
-	return nil
 }
 
 func placeSubjects(subjects []rbacv1.Subject, ns string) {

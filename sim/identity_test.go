@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/cluster"
@@ -68,14 +67,7 @@ func TestControllerIdentity(t *testing.T) {
 		check(t, b)
 	})
 	t.Run("cluster", func(t *testing.T) {
-		cp := envtest.Require(t)
-		user, err := cp.AddUser(crenvtest.User{Name: "converge-identity", Groups: []string{"system:masters"}})
-		require.NoError(t, err)
-		data, err := user.KubeConfig()
-		require.NoError(t, err)
-		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-		require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
-		b, err := cluster.New(cluster.Config{Kubeconfig: kubeconfig, NamespacePrefix: "identity-", Controller: id})
+		b, err := cluster.New(cluster.Config{Kubeconfig: envtestKubeconfig(t, "converge-identity"), NamespacePrefix: "identity-", Controller: id})
 		require.NoError(t, err)
 		check(t, b)
 	})

@@ -130,7 +130,7 @@ func (s *store) react(action k8stesting.Action) (bool, runtime.Object, error) {
 			obj, _, err := s.apply(ctx, r, ns, a.GetName(), a.GetSubresource(), a.GetPatch(), opts.FieldManager, ptrTrue(opts.Force), len(opts.DryRun) > 0)
 			return true, copyOut(obj), err
 		}
-		obj, err := s.patchTyped(ctx, r, ns, a.GetName(), a.GetSubresource(), a.GetPatchType(), a.GetPatch())
+		obj, err := s.patch(ctx, r, ns, a.GetName(), a.GetSubresource(), a.GetPatchType(), a.GetPatch(), writeOptions{})
 		return true, copyOut(obj), err
 	case "delete":
 		a, ok := action.(k8stesting.DeleteAction)
@@ -247,35 +247,6 @@ func (s *store) watchReactor(action k8stesting.Action) (bool, watch.Interface, e
 		return true, nil, err
 	}
 	return true, w, nil
-}
-
-// patchTyped applies a JSON, merge or strategic merge patch to a stored
-// typed object and writes the result as an update.
-func (s *store) patchTyped(ctx context.Context, r *resource, ns, name, subresource string, pt types.PatchType, patch []byte) (runtime.Object, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errStopped()
-	}
-	if !r.namespaced {
-		ns = ""
-	}
-	stored, err := s.lookup(r, ns, name)
-	if err != nil {
-		return nil, err
-	}
-	out, err := applyPatch(r, stored, pt, patch)
-	if err != nil {
-		return nil, err
-	}
-	// A patch is conditional only when it names a resourceVersion itself.
-	om, _ := meta.Accessor(out)
-	sm, _ := meta.Accessor(stored)
-	precondition := sm.GetResourceVersion()
-	if om.GetResourceVersion() != sm.GetResourceVersion() {
-		precondition = om.GetResourceVersion()
-	}
-	return s.updateLocked(ctx, r, ns, out, subresource, precondition, writeOptions{})
 }
 
 // applyPatch returns stored with patch applied, as a new object.

@@ -419,23 +419,22 @@ var parameterCodec = runtime.NewParameterCodec(apiScheme)
 
 var jsonSerializer = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, apiScheme, apiScheme, kjson.SerializerOptions{})
 
-func writeOptionsOf(q url.Values, into interface {
-	runtime.Object
-}, manager func() string, dryRun func() []string) (writeOptions, error) {
-	if err := decodeParams(q, into); err != nil {
-		return writeOptions{}, err
-	}
-	for _, d := range dryRun() {
+// writeOpts are a write's options from its query's fieldManager and dryRun.
+func writeOpts(manager string, dryRun []string) (writeOptions, error) {
+	for _, d := range dryRun {
 		if d != metav1.DryRunAll {
 			return writeOptions{}, apierrors.NewBadRequest(fmt.Sprintf("unsupported dryRun value %q", d))
 		}
 	}
-	return writeOptions{manager: manager(), dryRun: len(dryRun()) > 0}, nil
+	return writeOptions{manager: manager, dryRun: len(dryRun) > 0}, nil
 }
 
 func (h *handler) create(ctx context.Context, w http.ResponseWriter, req *http.Request, rq request, q url.Values) error {
 	var opts metav1.CreateOptions
-	o, err := writeOptionsOf(q, &opts, func() string { return opts.FieldManager }, func() []string { return opts.DryRun })
+	if err := decodeParams(q, &opts); err != nil {
+		return err
+	}
+	o, err := writeOpts(opts.FieldManager, opts.DryRun)
 	if err != nil {
 		return err
 	}
@@ -457,7 +456,10 @@ func (h *handler) create(ctx context.Context, w http.ResponseWriter, req *http.R
 
 func (h *handler) update(ctx context.Context, w http.ResponseWriter, req *http.Request, rq request, q url.Values) error {
 	var opts metav1.UpdateOptions
-	o, err := writeOptionsOf(q, &opts, func() string { return opts.FieldManager }, func() []string { return opts.DryRun })
+	if err := decodeParams(q, &opts); err != nil {
+		return err
+	}
+	o, err := writeOpts(opts.FieldManager, opts.DryRun)
 	if err != nil {
 		return err
 	}
@@ -487,7 +489,10 @@ func (h *handler) update(ctx context.Context, w http.ResponseWriter, req *http.R
 
 func (h *handler) patch(ctx context.Context, w http.ResponseWriter, req *http.Request, rq request, q url.Values) error {
 	var opts metav1.PatchOptions
-	o, err := writeOptionsOf(q, &opts, func() string { return opts.FieldManager }, func() []string { return opts.DryRun })
+	if err := decodeParams(q, &opts); err != nil {
+		return err
+	}
+	o, err := writeOpts(opts.FieldManager, opts.DryRun)
 	if err != nil {
 		return err
 	}
