@@ -38,6 +38,9 @@ fuzz: ## each fuzz target for FUZZTIME (default 60s); what it finds lands in the
 	$(GO) test ./cmd/converge -run '^$$' -fuzz '^FuzzSeedList$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/scaler -run '^$$' -fuzz '^FuzzParseFlags$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./sim/fake -run '^$$' -fuzz '^FuzzREST$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./scenarios/expect -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./scenarios/expect -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./scenarios/expect -run '^$$' -fuzz '^FuzzParsePath$$' -fuzztime $(FUZZTIME)
 
 assets: ## build kube-apiserver, kube-controller-manager and etcd from source (once per machine)
 	@hack/assets.sh

@@ -14,13 +14,14 @@ import (
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 // BenchmarkHTTPLayerIdle compares GETs through the injector and through the
 // TLS proxy, with a plan whose only fault targets another resource, to GETs
 // through the same client settings without either, in one run on envtest.
 func BenchmarkHTTPLayerIdle(b *testing.B) {
-	cp := envtest.Require(b)
+	cp := simtest.Require(b)
 	be, err := envtest.NewBackend(cp, "bench-")
 	require.NoError(b, err)
 	env, err := be.Start(context.Background())

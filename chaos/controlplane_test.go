@@ -15,13 +15,14 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 // An API server restart, triggered by the client's own request, breaks the
 // informer's watch: it watches again through the restarted server, and a
 // pod created after the restart reaches its cache.
 func TestAPIServerRestartIsSurvivedByTheInformer(t *testing.T) {
-	_, env := envtest.RequireRun(t, "restart-")
+	_, env := simtest.RequireRun(t, "restart-")
 	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.APIServerRestart(chaos.Target{Verbs: []string{"create"}, Resource: "pods", Name: "trigger"}),
 	})
@@ -52,7 +53,7 @@ func TestAPIServerRestartIsSurvivedByTheInformer(t *testing.T) {
 // none), and the reflector lists again. Without a watch cache, as the cache
 // would answer from memory.
 func TestCompactionGivesTheServers410(t *testing.T) {
-	_, env := envtest.RequireRunWith(t, "compaction-", envtest.Options{NoWatchCache: true})
+	_, env := simtest.RequireRunWith(t, "compaction-", envtest.Options{NoWatchCache: true})
 	require.True(t, env.Can.Has(sim.EtcdCompaction))
 	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.Compaction(chaos.Target{}), When: chaos.When{After: 2 * time.Second, Every: time.Second, Count: 2},
@@ -87,7 +88,7 @@ func TestCompactionGivesTheServers410(t *testing.T) {
 // On a control plane with a watch cache, as on real clusters, the same
 // compaction reaches no client: the resumed watch is answered from memory.
 func TestCompactionIsMaskedByTheWatchCache(t *testing.T) {
-	_, env := envtest.RequireRun(t, "compaction-cached-")
+	_, env := simtest.RequireRun(t, "compaction-cached-")
 	assert.False(t, env.Can.Has(sim.EtcdCompaction))
 	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.Compaction(chaos.Target{}), When: chaos.When{After: 1500 * time.Millisecond, Count: 1},
@@ -110,7 +111,7 @@ func TestCompactionIsMaskedByTheWatchCache(t *testing.T) {
 // A partition that begins mid-run breaks the informer's open watch: a pod
 // created during it reaches the cache only after it ends.
 func TestPartitionBreaksOpenWatches(t *testing.T) {
-	_, env := envtest.RequireRun(t, "partition-")
+	_, env := simtest.RequireRun(t, "partition-")
 	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.Partition(chaos.Target{}), When: chaos.When{After: 2 * time.Second, Until: 6 * time.Second},
 	})

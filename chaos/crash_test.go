@@ -15,7 +15,7 @@ import (
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/controller"
-	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 // instance is one scaler with its own injector and wire recorder.
@@ -42,7 +42,7 @@ func (i *instance) crashedAt() time.Time {
 // nothing of the crashed one reaches the server after the crash, so there
 // is never more than one writer.
 func TestCrashedLeaderIsReplacedAndNeverWritesAgain(t *testing.T) {
-	_, env := envtest.RequireRun(t, "crash-")
+	_, env := simtest.RequireRun(t, "crash-")
 	ctx := context.Background()
 	var err error
 

@@ -26,13 +26,13 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/sim"
-	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 func TestMain(m *testing.M) {
 	fake.DropErrorBackoff() // the fake-layer tests fail LISTs inside synctest bubbles
-	os.Exit(envtest.Main(m))
+	os.Exit(simtest.Main(m))
 }
 
 // wire records the requests that reached the server (below the injector).
@@ -162,7 +162,7 @@ func (w *wire) times(verb, resource string) []time.Time {
 // config that goes through plan (above) and a wire recorder (below).
 func faulted(t *testing.T, base func(env *sim.Env) *rest.Config, plan chaos.Plan) (*sim.Env, *rest.Config, *wire, *chaos.Log) {
 	t.Helper()
-	_, env := envtest.RequireRun(t, "chaos-")
+	_, env := simtest.RequireRun(t, "chaos-")
 
 	log := &chaos.Log{}
 	plan.Recorder = log

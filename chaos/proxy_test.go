@@ -15,14 +15,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/converge-lab/converge/chaos"
-	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 // TestProxyAppliesFaultsToAnyClient: a client built only from the proxy's
 // kubeconfig, speaking protobuf as client-go does by default, meets the same
 // faults as an in-process JSON client: a tombstone reaches its informer.
 func TestProxyAppliesFaultsToAnyClient(t *testing.T) {
-	_, env := envtest.RequireRun(t, "proxy-")
+	_, env := simtest.RequireRun(t, "proxy-")
 	ctx := context.Background()
 
 	log := &chaos.Log{}

@@ -13,6 +13,7 @@ import (
 type Request struct {
 	Verb        string // get, list, watch, create, update, patch, delete, deletecollection
 	Group       string // "" for the core group
+	Version     string
 	Resource    string // plural, lower case: "deployments"
 	Subresource string // "status", "binding", ...
 	Namespace   string
@@ -49,9 +50,10 @@ func ParseRequest(req *http.Request) (r Request, ok bool) {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
+		r.Version = parts[1]
 		parts = parts[2:] // api/v1
 	case len(parts) >= 4 && parts[0] == "apis":
-		r.Group = parts[1]
+		r.Group, r.Version = parts[1], parts[2]
 		parts = parts[3:] // apis/group/version
 	default:
 		return Request{}, false

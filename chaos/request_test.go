@@ -19,16 +19,16 @@ func TestParseRequest(t *testing.T) {
 		want        chaos.Request
 		ok          bool
 	}{
-		{"GET", "/apis/apps/v1/namespaces/web/deployments/api", chaos.Request{Verb: "get", Group: "apps", Resource: "deployments", Namespace: "web", Name: "api"}, true},
-		{"GET", "/apis/apps/v1/deployments?labelSelector=a%3Db", chaos.Request{Verb: "list", Group: "apps", Resource: "deployments"}, true},
-		{"GET", "/api/v1/namespaces/web/pods?watch=true&resourceVersion=5", chaos.Request{Verb: "watch", Resource: "pods", Namespace: "web"}, true},
-		{"GET", "/api/v1/pods?allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", chaos.Request{Verb: "watch", Resource: "pods", InitialEvents: true}, true},
-		{"PATCH", "/apis/apps/v1/namespaces/web/deployments/api", chaos.Request{Verb: "patch", Group: "apps", Resource: "deployments", Namespace: "web", Name: "api"}, true},
-		{"PUT", "/apis/apps/v1/namespaces/web/deployments/api/status", chaos.Request{Verb: "update", Group: "apps", Resource: "deployments", Subresource: "status", Namespace: "web", Name: "api"}, true},
-		{"POST", "/api/v1/namespaces/web/pods/p/binding", chaos.Request{Verb: "create", Resource: "pods", Subresource: "binding", Namespace: "web", Name: "p"}, true},
-		{"DELETE", "/api/v1/namespaces/web/pods", chaos.Request{Verb: "deletecollection", Resource: "pods", Namespace: "web"}, true},
-		{"GET", "/api/v1/namespaces/web", chaos.Request{Verb: "get", Resource: "namespaces", Name: "web"}, true},
-		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", chaos.Request{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system", Name: "x"}, true},
+		{"GET", "/apis/apps/v1/namespaces/web/deployments/api", chaos.Request{Verb: "get", Group: "apps", Version: "v1", Resource: "deployments", Namespace: "web", Name: "api"}, true},
+		{"GET", "/apis/apps/v1/deployments?labelSelector=a%3Db", chaos.Request{Verb: "list", Group: "apps", Version: "v1", Resource: "deployments"}, true},
+		{"GET", "/api/v1/namespaces/web/pods?watch=true&resourceVersion=5", chaos.Request{Verb: "watch", Version: "v1", Resource: "pods", Namespace: "web"}, true},
+		{"GET", "/api/v1/pods?allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true", chaos.Request{Verb: "watch", Version: "v1", Resource: "pods", InitialEvents: true}, true},
+		{"PATCH", "/apis/apps/v1/namespaces/web/deployments/api", chaos.Request{Verb: "patch", Group: "apps", Version: "v1", Resource: "deployments", Namespace: "web", Name: "api"}, true},
+		{"PUT", "/apis/apps/v1/namespaces/web/deployments/api/status", chaos.Request{Verb: "update", Group: "apps", Version: "v1", Resource: "deployments", Subresource: "status", Namespace: "web", Name: "api"}, true},
+		{"POST", "/api/v1/namespaces/web/pods/p/binding", chaos.Request{Verb: "create", Version: "v1", Resource: "pods", Subresource: "binding", Namespace: "web", Name: "p"}, true},
+		{"DELETE", "/api/v1/namespaces/web/pods", chaos.Request{Verb: "deletecollection", Version: "v1", Resource: "pods", Namespace: "web"}, true},
+		{"GET", "/api/v1/namespaces/web", chaos.Request{Verb: "get", Version: "v1", Resource: "namespaces", Name: "web"}, true},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", chaos.Request{Verb: "update", Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespace: "kube-system", Name: "x"}, true},
 		{"GET", "/version", chaos.Request{}, false},
 		{"GET", "/apis", chaos.Request{}, false},
 		{"GET", "/api/v1", chaos.Request{}, false},
@@ -74,7 +74,7 @@ func mustRequest(t *testing.T, body io.Reader) *http.Request {
 }
 
 func TestTargetMatches(t *testing.T) {
-	r := chaos.Request{Verb: "patch", Resource: "deployments", Namespace: "web", Name: "api"}
+	r := chaos.Request{Verb: "patch", Version: "v1", Resource: "deployments", Namespace: "web", Name: "api"}
 	assert.True(t, chaos.Target{}.Matches(r))
 	assert.True(t, chaos.Target{Verbs: []string{"update", "patch"}, Resource: "deployments", Name: "api"}.Matches(r))
 	assert.False(t, chaos.Target{Verbs: []string{"update"}}.Matches(r))

@@ -26,6 +26,7 @@ import (
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/sim/fake"
 )
 
@@ -143,6 +144,9 @@ type downscaler struct{}
 
 func (downscaler) Name() string { return "downscaler" }
 
+// Judge is the scaler's: the downscaler pretends to be one.
+func (downscaler) Judge() scenarios.Judge { return scaler.NewJudge() }
+
 func (downscaler) New(in scenarios.Instance) (scenarios.Runner, error) {
 	return runnerFunc(func(ctx context.Context) error {
 		tick := time.NewTicker(time.Second)
@@ -180,8 +184,22 @@ const failingScenario = `
 name: downscale-after-refused-list
 description: the first list of Deployments is refused; the controller then scales down
 catches: a controller that lowers replicas
-workload: {deployments: 2, replicas: 4, maxReplicas: 8}
-readiness: {kind: ready-after-delay, delay: 1s}
+objects:
+  - count: 2
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web-{{index}}
+        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
+        annotations: {converge.dev/max-replicas: "8"}
+      spec:
+        replicas: 4
+        selector: {matchLabels: {app: "web-{{index}}"}}
+        template:
+          metadata: {labels: {app: "web-{{index}}"}}
+          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
+world: {readiness: {kind: ready-after-delay, delay: 1s}}
 faults:
   - {fault: server-error, code: 503, target: {verbs: [list], resource: deployments}, when: {nth: 1}}
 timing: {deadline: 30s, settle: 5s}

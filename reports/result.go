@@ -140,7 +140,9 @@ type Request struct {
 	Instance int       `json:"instance"`
 	Verb     string    `json:"verb"`
 	Resource string    `json:"resource"`
-	Name     string    `json:"name,omitempty"`
+	// Namespace is empty for cluster-scoped resources.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
 	// Code is the HTTP status the controller got; 0 for a refused
 	// connection or a cancelled request.
 	Code  int    `json:"code"`

@@ -10,22 +10,108 @@ import (
 	"sync"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/converge-lab/converge/chaos"
-	"github.com/converge-lab/converge/controller"
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/sim"
 )
 
-// Controller is a controller under test, run in-process: the harness
-// builds one Instance per replica, each on its own (faulted) client, and
-// runs it until its context ends. Anything that runs against the clients
-// it is given and stops when its context ends can be one.
+// Controller is a controller under test, run in process: the harness
+// builds one Instance per replica, each on its own clients through the
+// fault layer, and runs it until its context ends. Anything that runs
+// against the clients it is given and stops when its context ends can be
+// one (see Manager for a controller-runtime manager).
+//
+// A Controller may also implement Identified (its RBAC, so that what a
+// real cluster would refuse is refused) and Judged (its own invariants,
+// goal and charts).
 type Controller interface {
 	// Name identifies the controller in results.
 	Name() string
 	// New builds one instance.
 	New(in Instance) (Runner, error)
+}
+
+// Identified is a Controller that declares who it runs as: envtest and
+// cluster apply its RBAC and authenticate it as the ServiceAccount, and
+// fake authorizes each of its requests by the same rules.
+type Identified interface {
+	Identity() sim.Identity
+}
+
+// ConfigUser is a Controller whose instances reach the API through
+// Instance.Config alone (a controller-runtime manager, generated
+// clientsets): on fake, its faults are those of the HTTP layer, which the
+// in-memory API's REST door passes through.
+type ConfigUser interface {
+	UsesConfig() bool
+}
+
+// OutOfProcess is a Controller whose instances run as processes: each gets
+// a Kubeconfig that reaches the backend through the fault proxy.
+type OutOfProcess interface {
+	NeedsKubeconfig() bool
+}
+
+// Judged is a Controller with checks of its own, built once per run.
+type Judged interface {
+	Judge() Judge
+}
+
+// Judge is a controller's own view of one run: it observes the world
+// through the harness's unfaulted clients, sees each of the controller's
+// writes, and says whether its part of the goal holds.
+type Judge interface {
+	// Invariants names what the judge may report broken.
+	Invariants() []string
+	// Start begins observing; it returns once its caches have synced.
+	Start(ctx context.Context, v View) error
+	// Wrote sees one successful write of the controller.
+	Wrote(w Write)
+	// Goal says whether the controller's part of the goal holds, and why
+	// not.
+	Goal() (bool, string)
+	// Needed is, per object, how many writes its history called for
+	// (reported beside the writes made); nil when the judge cannot say.
+	Needed() map[string]int
+	// Stop ends what Start began.
+	Stop()
+}
+
+// View is what a Judge observes a run through.
+type View struct {
+	// Client and Dynamic have full rights and no faults.
+	Client    kubernetes.Interface
+	Dynamic   dynamic.Interface
+	Namespace string
+	// Violate records a broken invariant: when, the object, the request
+	// that broke it ("" for an observed change) and what happened.
+	Violate func(invariant string, at time.Time, object, request, detail string)
+	// Event records a watch event the judge saw, for the timeline.
+	Event func(reports.WatchEvent)
+	// State records a charted state of an object.
+	State func(reports.State)
+	// Log adds a line to the run's log.
+	Log func(at time.Time, what string)
+}
+
+// Write is one successful write of the controller.
+type Write struct {
+	reports.Request
+	// GVR and Subresource of what was written, in Namespace.
+	GVR         schema.GroupVersionResource
+	Subresource string
+	Namespace   string
+	// PatchType and Patch, for a patch.
+	PatchType types.PatchType
+	Patch     []byte
+	// Object is the object sent, for a create or an update.
+	Object map[string]any
 }
 
 // Instance is what one replica of the controller gets.
@@ -37,18 +123,32 @@ type Instance struct {
 	Identity string
 	// Namespace the run's objects live in.
 	Namespace string
-	// Client reaches the backend through the fault injector.
+	// Config reaches the backend through the fault layer, as the
+	// controller's identity: what to build a controller-runtime manager or
+	// generated clientsets on. On fake it is the in-memory API's REST door.
+	Config *rest.Config
+	// Client reaches the backend through the fault layer (on fake, the
+	// fake clientset: the fastest door).
 	Client kubernetes.Interface
-	// Cooldown between two scale-ups of one Deployment.
-	Cooldown time.Duration
+	// Dynamic is a dynamic client on Config.
+	Dynamic dynamic.Interface
 	// LeaderElection is set when the scenario runs more than one instance.
-	LeaderElection *controller.LeaderElectionConfig
+	LeaderElection *LeaderElection
+	// Settings are the scenario's controller settings, as written.
+	Settings map[string]string
 	// Kubeconfig reaches the backend through the fault proxy, for a
 	// controller out of process; empty on fake.
 	Kubeconfig string
 	// Log receives an out-of-process controller's output; Recorder its exit.
 	Log      io.Writer
 	Recorder chaos.Recorder
+}
+
+// LeaderElection is where and how instances elect a leader: a Lease per
+// run, released when an instance stops.
+type LeaderElection struct {
+	Namespace, Name, Identity                 string
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // Runner is one running instance.
@@ -73,55 +173,6 @@ type Probe struct {
 	Retries    int64
 }
 
-// Scaler is the default controller under test: this repository's scaler.
-type Scaler struct{}
-
-// Name is "scaler".
-func (Scaler) Name() string { return "scaler" }
-
-// New builds a scaler on in's client, limited to the run's namespace.
-func (Scaler) New(in Instance) (Runner, error) {
-	c, err := controller.New(controller.Config{
-		Namespace:      in.Namespace,
-		Cooldown:       in.Cooldown,
-		LeaderElection: in.LeaderElection,
-	}, in.Client)
-	if err != nil {
-		return nil, err
-	}
-	return &scalerRunner{Controller: c}, nil
-}
-
-type scalerRunner struct{ *controller.Controller }
-
-// Probe reads the scaler's own metrics.
-func (s *scalerRunner) Probe() Probe {
-	families, err := s.Registry().Gather()
-	if err != nil {
-		return Probe{}
-	}
-	var p Probe
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			switch f.GetName() {
-			case "converge_scaler_leader":
-				p.Leading = m.GetGauge().GetValue() == 1
-			case "workqueue_depth":
-				p.QueueDepth += int(m.GetGauge().GetValue())
-			case "workqueue_unfinished_work_seconds":
-				p.Busy = p.Busy || m.GetGauge().GetValue() > 0
-			case "converge_scaler_reconciles_total":
-				p.Reconciles += int64(counter(m))
-			case "workqueue_retries_total":
-				p.Retries += int64(counter(m))
-			}
-		}
-	}
-	return p
-}
-
-func counter(m *dto.Metric) float64 { return m.GetCounter().GetValue() }
-
 // Command is a controller binary run out of process, through the fault
 // proxy: each instance is the command line with {kubeconfig}, {namespace},
 // {identity}, {leaseNamespace} and {leaseName} replaced. Crash and
@@ -140,6 +191,9 @@ func (c Command) Name() string {
 	}
 	return filepath.Base(c.Args[0])
 }
+
+// NeedsKubeconfig: a binary reaches the server through a kubeconfig.
+func (Command) NeedsKubeconfig() bool { return true }
 
 // New returns a Runner that starts the binary when run.
 func (c Command) New(in Instance) (Runner, error) {

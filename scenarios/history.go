@@ -87,3 +87,13 @@ func (h *history) violate(invariant string, at time.Time, object, request, detai
 	h.violations = append(h.violations, reports.Violation{Invariant: invariant, At: at, Object: object, Request: request, Detail: detail})
 	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: "invariant " + invariant + " broken: " + detail})
 }
+
+// violateLocked is violate for a caller that holds h.mu.
+func (h *history) violateLocked(invariant string, at time.Time, object, request, detail string) {
+	if h.broken[invariant] {
+		return
+	}
+	h.broken[invariant] = true
+	h.violations = append(h.violations, reports.Violation{Invariant: invariant, At: at, Object: object, Request: request, Detail: detail})
+	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: "invariant " + invariant + " broken: " + detail})
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/scaler"
 )
 
 const head = "name: a\ncatches: x\n"
@@ -23,25 +24,26 @@ const head = "name: a\ncatches: x\n"
 // are refused at load time, naming the bound.
 func TestBoundsMakeEveryScenarioFinish(t *testing.T) {
 	for doc, want := range map[string]string{
-		head + "interference: {labelEditsEvery: 1ns}\n":                                             "s.yaml:3: interference.labelEditsEvery: at least 10ms, got 1ns",
-		head + "interference: {podDeletionsEvery: 1ms}\n":                                           "s.yaml:3: interference.podDeletionsEvery: at least 10ms",
-		head + "workload: {replicas: 5000000, maxReplicas: 5000000}\n":                              "s.yaml:3: workload.replicas: must be within 0..1000, got 5000000",
-		head + "workload: {unmanaged: 100000000}\n":                                                 "s.yaml:3: workload.unmanaged: must be within 0..5000, got 100000000",
-		head + "workload: {deployments: 5000, maxReplicas: 1000}\n":                                 "s.yaml:3: workload: asks for up to 5000000 pods",
-		head + "timing: {deadline: 2000000h}\n":                                                     "s.yaml:3: timing.deadline: at most 24h0m0s",
-		head + "readiness: {kind: flapping, period: 1ns}\n":                                         "s.yaml:3: readiness.period: at least 10ms",
-		head + "faults:\n  - {fault: compaction, when: {every: 1ns}}\n":                             "s.yaml:4: faults[0].when.every: at least 10ms",
-		head + "faults:\n  - {fault: conflict, target: {name: " + strings.Repeat("n", 254) + "}}\n": "s.yaml:4: faults[0].target: a resource or namespace of at most 63",
-		head + "controller: {instances: 11}\n":                                                      "controller.instances: must be within 0..10",
-		head + "controller: {leaseDuration: 1ns}\n":                                                 "controller.leaseDuration: at least 1s",
-		head + "workload: {prefix: \"<img>\"}\n":                                                    `s.yaml:3: workload.prefix: "<img>"`,
-		head + "workload: {prefix: " + strings.Repeat("p", 45) + "}\n":                              "workload.prefix",
-		head + "workload: {labels: {\"a b\": x}}\n":                                                 `workload.labels.a b: key "a b"`,
-		head + "workload: {labels: {app: \"<x>\"}}\n":                                               `workload.labels.app: value "<x>"`,
-		head + "readiness: {kind: fraction-never, fraction: .nan}\n":                                `readiness.fraction: expected a finite number, got ".nan"`,
-		head + "budgets: {writeAmplification: .inf}\n":                                              "budgets.writeAmplification: expected a finite number",
-		head + "budgets: {requests: {frobnicate: 1}}\n":                                             "budgets.requests.frobnicate: unknown verb",
-		"name: " + strings.Repeat("a", 60) + "\ncatches: x\n":                                       "s.yaml:1: name: at most 50 characters",
+		head + "world: {interference: [{every: 1ns, select: {apiVersion: v1, kind: Pod}, delete: true}]}\n":                                                                                                                  "s.yaml:3: world.interference[0].every: at least 10ms, got 1ns",
+		head + "world: {interference: [{every: 1s, select: {apiVersion: v1, kind: Pod}}]}\n":                                                                                                                                 "s.yaml:3: world.interference[0]: say what the actor does",
+		head + "objects: [{count: 100000000, manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"c-{{index}}\"}}}]\n":                                                                                             "s.yaml:3: objects[0].count: must be within 0..20000, got 100000000",
+		head + "objects: [{count: 15000, manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"c-{{index}}\"}}}, {count: 15000, manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"c-{{index}}\"}}}]\n": "s.yaml:3: objects: 30000 objects, at most 20000",
+		head + "objects: [{manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"<img>\"}}}]\n":                                                                                                                     `s.yaml:3: objects[0].manifest: metadata.name "<img>"`,
+		head + "objects: [{file: /etc/passwd}]\n":                                                                             "s.yaml:3: objects[0].file: \"/etc/passwd\": a path relative to the scenario's folder",
+		head + "objects: [{file: nowhere.yaml}]\n":                                                                            "nowhere.yaml: no such file",
+		head + "world: {nodes: 5000}\n":                                                                                       "s.yaml:3: world.nodes: must be within 0..1000, got 5000",
+		head + "timing: {deadline: 2000000h}\n":                                                                               "s.yaml:3: timing.deadline: at most 24h0m0s",
+		head + "world: {readiness: {kind: flapping, period: 1ns}}\n":                                                          "s.yaml:3: world.readiness.period: at least 10ms",
+		head + "faults:\n  - {fault: compaction, when: {every: 1ns}}\n":                                                       "s.yaml:4: faults[0].when.every: at least 10ms",
+		head + "faults:\n  - {fault: conflict, target: {name: " + strings.Repeat("n", 254) + "}}\n":                           "s.yaml:4: faults[0].target: a resource or namespace of at most 63",
+		head + "controller: {instances: 11}\n":                                                                                "controller.instances: must be within 0..10",
+		head + "controller: {leaseDuration: 1ns}\n":                                                                           "controller.leaseDuration: at least 1s",
+		head + "goal: {objects: [{select: {apiVersion: v1, kind: Pod, labels: \"a b c\"}, count: 1}]}\n":                      "s.yaml:3: goal.objects[0].select: labels:",
+		head + "goal: {objects: [{select: {apiVersion: v1, kind: Pod}}]}\n":                                                   "s.yaml:3: goal.objects[0]: say what must hold",
+		head + "invariants: [{name: x, select: {apiVersion: v1, kind: Pod}, rule: \"" + strings.Repeat("a", 20000) + "\"}]\n": "invariants[0].rule:",
+		head + "world: {readiness: {kind: fraction-never, fraction: .nan}}\n":                                                 `world.readiness.fraction: expected a finite number, got ".nan"`,
+		head + "budgets: {requests: {frobnicate: 1}}\n":                                                                       `budgets.requests.frobnicate: unknown verb "frobnicate"`,
+		"name: " + strings.Repeat("a", 60) + "\ncatches: x\n":                                                                 "s.yaml:1: name: at most 57 characters",
 	} {
 		_, err := scenarios.Parse("s.yaml", []byte(doc))
 		require.Error(t, err, doc)
@@ -60,11 +62,11 @@ func TestParseTakesYAMLAtItsWord(t *testing.T) {
 	_, err = scenarios.Parse("s.yaml", []byte(head+"timing: {deadline: 300}\n"))
 	assert.ErrorContains(t, err, "s.yaml:3: timing.deadline: 300 has no unit")
 
-	s, err := scenarios.Parse("s.yaml", []byte("name: no\ncatches: yes\nworkload: {labels: {team: on}}\n"))
+	s, err := scenarios.Parse("s.yaml", []byte("name: no\ncatches: yes\ncontroller: {settings: {team: on}}\n"))
 	require.NoError(t, err)
 	assert.Equal(t, "no", s.Name)
 	assert.Equal(t, "yes", s.Catches)
-	assert.Equal(t, "on", s.Workload.Labels["team"])
+	assert.Equal(t, "on", s.Controller.Settings["team"])
 
 	_, err = scenarios.Parse("s.yaml", []byte("name: [no]\ncatches: x\n"))
 	assert.ErrorContains(t, err, "s.yaml:1: name: expected a string")
@@ -97,7 +99,7 @@ func TestAliasFanOutIsBounded(t *testing.T) {
 
 // A result holds its scenario: parsed back, it is the scenario that ran.
 func TestResultHoldsItsScenario(t *testing.T) {
-	all, err := scenarios.Catalogue()
+	all, err := scaler.Catalogue()
 	require.NoError(t, err)
 	for _, s := range all {
 		res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: "none"})
@@ -111,7 +113,8 @@ func TestResultHoldsItsScenario(t *testing.T) {
 // A run that passes its caller's limit ends as an error naming the limit,
 // however long its deadline.
 func TestLimitEndsARun(t *testing.T) {
-	s, err := scenarios.Parse("s.yaml", []byte(head+"workload: {deployments: 2}\ninterference: {labelEditsEvery: 10ms}\ntiming: {deadline: 24h, settle: 23h}\n"))
+	s, err := scenarios.Parse("s.yaml", []byte(head+"objects: [{count: 2, manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"c-{{index}}\"}}}]\n"+
+		"world: {interference: [{every: 10ms, select: {apiVersion: v1, kind: ConfigMap}, set: {path: data.n, value: \"{{n}}\"}}]}\ntiming: {deadline: 24h, settle: 23h}\n"))
 	require.NoError(t, err)
 	var calls atomic.Int64
 	limit := func() error {
@@ -121,7 +124,7 @@ func TestLimitEndsARun(t *testing.T) {
 		return nil
 	}
 	synctest.Test(t, func(t *testing.T) {
-		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Limit: limit})
+		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Limit: limit, Controller: scaler.Controller{}})
 		assert.False(t, res.Pass)
 		assert.Equal(t, "the run passed its wall-clock limit of 1s", res.Error)
 		assert.Less(t, time.Duration(res.Simulated), time.Hour)
@@ -138,22 +141,23 @@ func TestWallClockLimit(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	all, err := scenarios.Catalogue()
+	all, err := scaler.Catalogue()
 	require.NoError(f, err)
 	for _, s := range all {
-		data, err := os.ReadFile(filepath.Join("catalogue", s.Name+".yaml"))
+		data, err := os.ReadFile(filepath.Join("scaler", "catalogue", s.Name+".yaml"))
 		if err == nil {
 			f.Add(data)
 		}
 	}
 	for _, doc := range []string{
-		head + "interference: {labelEditsEvery: 1ns}\n",
+		head + "world: {interference: [{every: 1ns, select: {apiVersion: v1, kind: Pod}, delete: true}]}\n",
 		head + "---\nname: b\n",
 		"a: &a [*a]\n",
 		head + "faults:\n  - {fault: latency, delay: 2}\n",
 		"name: no\ncatches: yes\n",
-		head + "readiness: {kind: fraction-never, fraction: .nan}\n",
-		"{\"name\": \"j\", \"catches\": \"x\", \"workload\": {\"deployments\": 3}}",
+		head + "world: {readiness: {kind: fraction-never, fraction: .nan}}\n",
+		head + "invariants: [{name: x, select: {apiVersion: v1, kind: Pod}, rule: 'object.spec.x > oldObject.spec.x'}]\n",
+		"{\"name\": \"j\", \"catches\": \"x\", \"objects\": [{\"count\": 3, \"manifest\": {\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c-{{index}}\"}}}]}",
 	} {
 		f.Add([]byte(doc))
 	}
@@ -166,7 +170,7 @@ func FuzzParse(f *testing.F) {
 		}
 		require.NoError(t, s.Validate())
 		// What parses runs within the bounds.
-		assert.LessOrEqual(t, s.Workload.Deployments, scenarios.MaxDeployments)
+		assert.LessOrEqual(t, s.ObjectCount(), scenarios.MaxObjects)
 		assert.LessOrEqual(t, time.Duration(s.Timing.Deadline), scenarios.MaxDeadline)
 	})
 }

@@ -2,87 +2,155 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/expect"
 )
 
-// observer is the harness's god view: an unfaulted client's informers on
-// the run's Deployments and pods. It records what it sees and checks the
-// invariants that can be seen from outside on every change.
+// observer is the harness's god view of the kinds a scenario names: an
+// unfaulted client's informers. It records what it sees, judges the
+// scenario's invariants on every change and its goal when asked, and keeps
+// each object's latest version for the write rules.
 type observer struct {
-	r       *run
-	factory informers.SharedInformerFactory
-	pods    cache.Indexer
-	stopCh  chan struct{}
+	r          *run
+	namespaced dynamicinformer.DynamicSharedInformerFactory
+	cluster    dynamicinformer.DynamicSharedInformerFactory
+	kinds      map[schema.GroupVersionKind]*kindInfo
+	byResource map[string]*kindInfo // by plural resource name
+	invariants []compiledInvariant
+	goals      []compiledExpectation
+	stopCh     chan struct{}
 
 	mu       sync.Mutex
-	versions map[string]map[string]*appsv1.Deployment // name -> resourceVersion -> object
-	latest   map[string]*appsv1.Deployment
-	states   map[string]deploymentState
-	replicas map[string][]int32 // distinct replica values in order, per Deployment
+	latest   map[objectKey]*unstructured.Unstructured
+	versions map[objectKey][]*unstructured.Unstructured // the last keptVersions, oldest first
 }
 
-type deploymentState struct {
-	Desired, Ready, Pods, Max int32
-	// Settled: no pod is pending scheduling or terminating.
-	Settled bool
+// keptVersions is how many versions of an object the observer keeps for
+// the write rules: an update is judged against the version it was based
+// on, which the observer saw shortly before.
+const keptVersions = 16
+
+type kindInfo struct {
+	gvk        schema.GroupVersionKind
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	informer   cache.SharedIndexInformer
 }
 
-const podsByApp = "converge.dev/pods-by-app"
-
-func newObserver(client kubernetes.Interface, namespace string, r *run) *observer {
-	return &observer{
-		r:        r,
-		factory:  informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace)),
-		stopCh:   make(chan struct{}),
-		versions: map[string]map[string]*appsv1.Deployment{},
-		latest:   map[string]*appsv1.Deployment{},
-		states:   map[string]deploymentState{},
-		replicas: map[string][]int32{},
-	}
+type objectKey struct {
+	resource, namespace, name string
 }
 
-func (o *observer) start(ctx context.Context) error {
-	deps := o.factory.Apps().V1().Deployments().Informer()
-	pods := o.factory.Core().V1().Pods().Informer()
-	if err := pods.AddIndexers(cache.Indexers{podsByApp: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok && p.Labels["app"] != "" {
-			return []string{p.Labels["app"]}, nil
+type compiledInvariant struct {
+	Invariant
+	expr       *expect.Expression
+	transition bool
+	sel        labels.Selector
+}
+
+type compiledExpectation struct {
+	Expectation
+	expr *expect.Expression
+	sel  labels.Selector
+}
+
+func newObserver(r *run) (*observer, error) {
+	o := &observer{r: r, kinds: map[schema.GroupVersionKind]*kindInfo{}, byResource: map[string]*kindInfo{},
+		latest: map[objectKey]*unstructured.Unstructured{}, versions: map[objectKey][]*unstructured.Unstructured{}, stopCh: make(chan struct{})}
+	o.namespaced = dynamicinformer.NewFilteredDynamicSharedInformerFactory(r.kube.dynamic, 0, r.env.Namespace, nil)
+	o.cluster = dynamicinformer.NewDynamicSharedInformerFactory(r.kube.dynamic, 0)
+	for _, inv := range r.s.Invariants {
+		expr, err := compileRule(inv.Rule)
+		if err != nil {
+			return nil, fmt.Errorf("invariant %s: %w", inv.Name, err)
 		}
-		return nil, nil
-	}}); err != nil {
-		return err
+		sel, _ := labels.Parse(inv.Select.Labels)
+		o.invariants = append(o.invariants, compiledInvariant{Invariant: inv, expr: expr, transition: strings.Contains(inv.Rule, "oldObject"), sel: sel})
 	}
-	o.pods = pods.GetIndexer()
-	if _, err := deps.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.deployment("ADDED", obj) },
-		UpdateFunc: func(_, obj any) { o.deployment("MODIFIED", obj) },
-		DeleteFunc: func(obj any) { o.deployment("DELETED", obj) },
-	}); err != nil {
-		return err
+	for i, e := range r.s.Goal.Objects {
+		c := compiledExpectation{Expectation: e}
+		if e.Condition != "" {
+			expr, err := expect.Compile(e.Condition, false)
+			if err != nil {
+				return nil, fmt.Errorf("goal.objects[%d]: %w", i, err)
+			}
+			c.expr = expr
+		}
+		c.sel, _ = labels.Parse(e.Select.Labels)
+		o.goals = append(o.goals, c)
 	}
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.pod("ADDED", obj) },
-		UpdateFunc: func(_, obj any) { o.pod("MODIFIED", obj) },
-		DeleteFunc: func(obj any) { o.pod("DELETED", obj) },
-	}); err != nil {
-		return err
+	return o, nil
+}
+
+// start watches every kind the scenario names. Kinds are mapped to
+// resources now, after the backend started: a CRD among the scenario's
+// objects is installed by then only if the backend installed it, so its
+// kinds are watched once createObjects has established them (watchLate).
+func (o *observer) start(ctx context.Context) error {
+	return o.watch(ctx, false)
+}
+
+// watchLate watches the kinds that could not be mapped before the
+// scenario's CRDs were installed.
+func (o *observer) watchLate(ctx context.Context) error {
+	return o.watch(ctx, true)
+}
+
+func (o *observer) watch(ctx context.Context, late bool) error {
+	var added []*kindInfo
+	for _, gvk := range o.r.s.kinds() {
+		if o.kinds[gvk] != nil {
+			continue
+		}
+		m, err := o.r.kube.mapping(gvk)
+		if err != nil {
+			if meta.IsNoMatchError(err) && !late {
+				continue // a kind of the scenario's CRDs: watched once they are in
+			}
+			return fmt.Errorf("observer: %w", err)
+		}
+		k := &kindInfo{gvk: gvk, gvr: m.Resource, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}
+		factory := o.cluster
+		if k.namespaced {
+			factory = o.namespaced
+		}
+		k.informer = factory.ForResource(m.Resource).Informer()
+		if _, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { o.changed(k, "ADDED", obj) },
+			UpdateFunc: func(_, obj any) { o.changed(k, "MODIFIED", obj) },
+			DeleteFunc: func(obj any) { o.changed(k, "DELETED", obj) },
+		}); err != nil {
+			return err
+		}
+		o.kinds[gvk] = k
+		o.byResource[m.Resource.Resource] = k
+		added = append(added, k)
 	}
-	o.factory.Start(o.stopCh)
-	for typ, ok := range o.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("observer: %v cache did not sync", typ)
+	if len(added) == 0 {
+		return nil
+	}
+	o.namespaced.Start(o.stopCh)
+	o.cluster.Start(o.stopCh)
+	for _, k := range added {
+		if !cache.WaitForCacheSync(ctx.Done(), k.informer.HasSynced) {
+			return fmt.Errorf("observer: the %s cache did not sync", k.gvr.Resource)
 		}
 	}
 	return nil
@@ -90,141 +158,249 @@ func (o *observer) start(ctx context.Context) error {
 
 func (o *observer) stop() {
 	close(o.stopCh)
-	o.factory.Shutdown()
+	o.namespaced.Shutdown()
+	o.cluster.Shutdown()
 }
 
-func (o *observer) deployment(typ string, obj any) {
+func (o *observer) changed(k *kindInfo, typ string, obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	d, ok := obj.(*appsv1.Deployment)
+	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
 	}
 	now := time.Now()
-	o.r.hist.event(reports.WatchEvent{At: now, Type: typ, Resource: "deployments", Name: d.Name, RV: d.ResourceVersion})
+	o.r.hist.event(reports.WatchEvent{At: now, Type: typ, Resource: k.gvr.Resource, Name: u.GetName(), RV: u.GetResourceVersion()})
+	key := objectKey{k.gvr.Resource, u.GetNamespace(), u.GetName()}
 	o.mu.Lock()
-	prev := o.latest[d.Name]
+	prev := o.latest[key]
 	if typ == "DELETED" {
-		delete(o.latest, d.Name)
+		delete(o.latest, key)
+		delete(o.versions, key)
 	} else {
-		o.latest[d.Name] = d
-		if o.versions[d.Name] == nil {
-			o.versions[d.Name] = map[string]*appsv1.Deployment{}
-		}
-		o.versions[d.Name][d.ResourceVersion] = d
-		if n := desired(d); len(o.replicas[d.Name]) == 0 || o.replicas[d.Name][len(o.replicas[d.Name])-1] != n {
-			o.replicas[d.Name] = append(o.replicas[d.Name], n)
-		}
+		o.latest[key] = u
+		vs := append(o.versions[key], u)
+		o.versions[key] = vs[max(len(vs)-keptVersions, 0):]
 	}
 	o.mu.Unlock()
-	if typ != "DELETED" && d.Labels[controller.LabelEnabled] == controller.ValueEnabled {
-		if m := maxOf(d); desired(d) > m {
-			o.r.hist.violate(InvReplicasWithinMax, now, d.Name, "", fmt.Sprintf("%s has %d replicas, above its max %d", d.Name, desired(d), m))
-		}
-		if prev != nil && desired(d) < desired(prev) {
-			o.r.hist.violate(InvNeverScalesDown, now, d.Name, "", fmt.Sprintf("%s went from %d to %d replicas", d.Name, desired(prev), desired(d)))
-		}
-	}
-	o.update(d.Name, now)
-}
-
-func (o *observer) pod(typ string, obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
+	if typ == "DELETED" {
 		return
 	}
-	now := time.Now()
-	o.r.hist.event(reports.WatchEvent{At: now, Type: typ, Resource: "pods", Name: p.Name, RV: p.ResourceVersion})
-	if app := p.Labels["app"]; app != "" {
-		o.update(app, now)
-	}
-}
-
-// update recomputes a managed Deployment's state and records it if it
-// changed.
-func (o *observer) update(name string, now time.Time) {
-	o.mu.Lock()
-	d := o.latest[name]
-	o.mu.Unlock()
-	if d == nil || d.Labels[controller.LabelEnabled] != controller.ValueEnabled {
-		return
-	}
-	st := deploymentState{Desired: desired(d), Max: maxOf(d), Settled: true}
-	objs, _ := o.pods.ByIndex(podsByApp, name)
-	for _, obj := range objs {
-		p := obj.(*corev1.Pod)
-		if p.DeletionTimestamp != nil {
-			st.Settled = false
+	for _, inv := range o.invariants {
+		if inv.Select.APIVersion != k.gvk.GroupVersion().String() || inv.Select.Kind != k.gvk.Kind || !matches(inv.Select.Name, inv.sel, u) {
 			continue
 		}
-		st.Pods++
-		if p.Spec.NodeName == "" {
-			st.Settled = false
+		var old map[string]any
+		if inv.transition {
+			if prev == nil {
+				continue
+			}
+			old = prev.Object
 		}
-		if podReady(p) {
-			st.Ready++
+		held, err := inv.expr.Eval(u.Object, old)
+		switch {
+		case errors.Is(err, expect.ErrMissing):
+			// A field not there yet: the rule says nothing of this version.
+		case err != nil:
+			o.r.hist.violate(InvRuleError, now, u.GetName(), "", fmt.Sprintf("invariant %s on %s %s: %v", inv.Name, k.gvk.Kind, u.GetName(), err))
+		case !held:
+			o.r.hist.violate(inv.Name, now, u.GetName(), "", fmt.Sprintf("%s %s (resourceVersion %s): %s is false", k.gvk.Kind, u.GetName(), u.GetResourceVersion(), inv.Rule))
 		}
-	}
-	o.mu.Lock()
-	changed := o.states[name] != st
-	o.states[name] = st
-	o.mu.Unlock()
-	if changed {
-		o.r.hist.state(reports.State{At: now, Deployment: name, Desired: st.Desired, Ready: st.Ready, Pods: st.Pods, Max: st.Max})
 	}
 }
 
-func (o *observer) state(name string) (deploymentState, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	st, ok := o.states[name]
-	return st, ok
+func matches(name string, sel labels.Selector, u *unstructured.Unstructured) bool {
+	return (name == "" || name == u.GetName()) && (sel == nil || sel.Matches(labels.Set(u.GetLabels())))
 }
 
-// version is the Deployment as it was at resourceVersion rv, or the latest
-// seen when rv is empty.
-func (o *observer) version(name, rv string) (*appsv1.Deployment, bool) {
+// selected are the observed objects sel matches, by name.
+func (o *observer) selected(sel Selector) []*unstructured.Unstructured {
+	gv, _ := schema.ParseGroupVersion(sel.APIVersion)
+	k := o.kinds[gv.WithKind(sel.Kind)]
+	if k == nil {
+		return nil
+	}
+	ls, err := labels.Parse(sel.Labels)
+	if err != nil {
+		return nil
+	}
+	var out []*unstructured.Unstructured
+	for _, obj := range k.informer.GetStore().List() {
+		if u, ok := obj.(*unstructured.Unstructured); ok && matches(sel.Name, ls, u) {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out
+}
+
+// selects reports whether sel matches obj, an object of resource.
+func (o *observer) selects(sel Selector, resource string, obj map[string]any) bool {
+	k := o.byResource[resource]
+	if k == nil || sel.APIVersion != k.gvk.GroupVersion().String() || sel.Kind != k.gvk.Kind {
+		return false
+	}
+	ls, err := labels.Parse(sel.Labels)
+	if err != nil {
+		return false
+	}
+	return matches(sel.Name, ls, &unstructured.Unstructured{Object: obj})
+}
+
+// version is an object as observed at resourceVersion rv, or its latest
+// observed version when rv is empty; nil when not observed.
+func (o *observer) version(resource, namespace, name, rv string) map[string]any {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	key := objectKey{resource, namespace, name}
 	if rv == "" {
-		d, ok := o.latest[name]
-		return d, ok
+		if u := o.latest[key]; u != nil {
+			return u.Object
+		}
+		return nil
 	}
-	d, ok := o.versions[name][rv]
-	return d, ok
-}
-
-// changes is how many replica changes the Deployment went through: the
-// writes its history needed.
-func (o *observer) changes(name string) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return max(len(o.replicas[name])-1, 0)
-}
-
-func desired(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
-}
-
-func maxOf(d *appsv1.Deployment) int32 {
-	if v, err := strconv.ParseInt(d.Annotations[controller.AnnotationMaxReplicas], 10, 32); err == nil && v > 0 {
-		return int32(v)
-	}
-	return controller.DefaultMaxReplicas
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+	for _, u := range o.versions[key] {
+		if u.GetResourceVersion() == rv {
+			return u.Object
 		}
 	}
-	return false
+	return nil
+}
+
+// goal judges the scenario's expectations on the objects observed now.
+func (o *observer) goal() (bool, string) {
+	for i, e := range o.goals {
+		objs := o.selected(e.Select)
+		what := describe(e.Select)
+		if e.Count != nil {
+			if len(objs) != *e.Count {
+				return false, fmt.Sprintf("goal.objects[%d]: %d %s, want %d", i, len(objs), what, *e.Count)
+			}
+		} else if len(objs) == 0 {
+			return false, fmt.Sprintf("goal.objects[%d]: no %s yet", i, what)
+		}
+		for _, u := range objs {
+			if e.Match != nil {
+				if ms := expect.Match(map[string]any(e.Match), u.Object); len(ms) > 0 {
+					return false, fmt.Sprintf("goal.objects[%d]: %s %s: %s", i, u.GetKind(), u.GetName(), ms[0])
+				}
+			}
+			if e.expr != nil {
+				held, err := e.expr.Eval(u.Object, nil)
+				switch {
+				case errors.Is(err, expect.ErrMissing):
+					return false, fmt.Sprintf("goal.objects[%d]: %s %s: %v", i, u.GetKind(), u.GetName(), err)
+				case err != nil:
+					return false, fmt.Sprintf("goal.objects[%d]: %s %s: %s cannot be evaluated: %v", i, u.GetKind(), u.GetName(), e.Condition, err)
+				case !held:
+					return false, fmt.Sprintf("goal.objects[%d]: %s %s: %s is false", i, u.GetKind(), u.GetName(), e.Condition)
+				}
+			}
+		}
+	}
+	return true, ""
+}
+
+// describe is "Deployments web-0" or "Deployments app=web".
+func describe(sel Selector) string {
+	what := sel.Kind
+	if sel.Name != "" {
+		what += " " + sel.Name
+	}
+	if sel.Labels != "" {
+		what += " (" + sel.Labels + ")"
+	}
+	return what
+}
+
+// patchPaths are the field paths a patch sets.
+func patchPaths(pt types.PatchType, patch []byte) []string {
+	var doc any
+	if err := json.Unmarshal(patch, &doc); err != nil {
+		return []string{"(a patch that is not JSON)"}
+	}
+	var out []string
+	switch p := doc.(type) {
+	case []any: // JSON patch
+		for _, op := range p {
+			m, _ := op.(map[string]any)
+			ptr, _ := m["path"].(string)
+			var path expect.Path
+			for _, part := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+				part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+				path = append(path, expect.Segment{Key: part, Index: -1})
+			}
+			out = append(out, path.String())
+		}
+	case map[string]any: // merge, strategic merge and apply patches
+		leafPaths(nil, p, &out)
+	}
+	return slices.DeleteFunc(out, ignoredPath)
+}
+
+// ignoredPath: fields a write carries that say nothing of what it changes.
+func ignoredPath(p string) bool {
+	switch p {
+	case "metadata.resourceVersion", "metadata.name", "metadata.namespace", "apiVersion", "kind", "metadata.uid":
+		return true
+	}
+	return strings.HasPrefix(p, "metadata.managedFields") || strings.HasPrefix(p, "$")
+}
+
+func leafPaths(prefix expect.Path, m map[string]any, out *[]string) {
+	for k, v := range m {
+		p := append(slices.Clip(prefix), expect.Segment{Key: k, Index: -1})
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+			leafPaths(p, sub, out)
+			continue
+		}
+		*out = append(*out, p.String())
+	}
+}
+
+// diffPaths are the field paths an update changes: where old and new
+// differ, down to the first map that differs in a leaf or a list. An update
+// of the main resource leaves status alone, and of status, everything else.
+func diffPaths(old, new map[string]any, subresource string) []string {
+	var out []string
+	diffMaps(nil, old, new, &out)
+	return slices.DeleteFunc(out, func(p string) bool {
+		if ignoredPath(p) || strings.HasPrefix(p, "metadata.generation") || strings.HasPrefix(p, "metadata.creationTimestamp") {
+			return true
+		}
+		inStatus := p == "status" || strings.HasPrefix(p, "status.") || strings.HasPrefix(p, "status[")
+		return (subresource == "" && inStatus) || (subresource == "status" && !inStatus)
+	})
+}
+
+func diffMaps(prefix expect.Path, a, b map[string]any, out *[]string) {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range keys {
+		p := append(slices.Clip(prefix), expect.Segment{Key: k, Index: -1})
+		av, bv := a[k], b[k]
+		am, aok := av.(map[string]any)
+		bm, bok := bv.(map[string]any)
+		// A map that appears or goes is compared with an empty one, so
+		// the keys written are named, not the whole map.
+		if aok && bv == nil {
+			bm, bok = map[string]any{}, true
+		}
+		if bok && av == nil {
+			am, aok = map[string]any{}, true
+		}
+		if aok && bok {
+			diffMaps(p, am, bm, out)
+			continue
+		}
+		if len(expect.Match(av, bv)) > 0 || len(expect.Match(bv, av)) > 0 {
+			*out = append(*out, p.String())
+		}
+	}
 }

@@ -2,12 +2,16 @@ package scenarios
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -31,28 +35,100 @@ const (
 	maxErrors = 50
 )
 
-// Load reads and parses a scenario file.
-func Load(path string) (*Scenario, error) {
-	f, err := os.Open(path)
+// Load reads and parses a scenario file; the object files it names are
+// read relative to its folder.
+func Load(file string) (*Scenario, error) {
+	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, err
 	}
+	return ParseFS(rootFS, strings.TrimPrefix(filepath.ToSlash(abs), "/"), file)
+}
+
+// rootFS reads object files named relative to a scenario file anywhere on
+// the file system, ../ included.
+var rootFS = os.DirFS("/")
+
+// ParseFS reads and parses the scenario file name of fsys: object files are
+// read from fsys, relative to name's folder. Errors name the file as shown
+// (name when shown is empty).
+func ParseFS(fsys fs.FS, name, shown string) (*Scenario, error) {
+	shown = cmp.Or(shown, name)
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", shown, err)
+	}
 	defer f.Close()
-	// One byte past the limit is enough for Parse to refuse it.
+	// One byte past the limit is enough to refuse it.
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
-	return Parse(path, data)
+	return parse(shown, data, fsys, path.Dir(name))
+}
+
+// LoadFS reads every scenario file (*.yaml) of the folder dir of fsys,
+// sorted by name. Two scenarios of one name are an error; so is a folder
+// without any.
+func LoadFS(fsys fs.FS, dir string) ([]*Scenario, error) {
+	files, err := fs.Glob(fsys, path.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no scenario files (*.yaml)", dir)
+	}
+	var out []*Scenario
+	var errs []error
+	seen := map[string]string{}
+	for _, f := range files {
+		s, err := ParseFS(fsys, f, "")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if other, dup := seen[s.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s and %s are both named %q", other, f, s.Name))
+			continue
+		}
+		seen[s.Name] = f
+		out = append(out, s)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b *Scenario) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// LoadDir is LoadFS on a folder of the file system.
+func LoadDir(dir string) ([]*Scenario, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return LoadFS(rootFS, strings.TrimPrefix(filepath.ToSlash(abs), "/"))
 }
 
 // Parse reads a scenario from YAML (or JSON), strictly: an unknown field, a
-// value of the wrong type, a bad duration or an invalid setting is an error
-// naming the file, the line and the field. All of them are reported at
-// once. A file holds one scenario: a second YAML document is an error.
-// Strings are read as written (name: no is the string "no"), durations
-// only as strings with a unit ("2s"; a bare 2 is refused, 0 aside).
+// value of the wrong type, a bad duration, an invalid setting or an
+// expression that does not compile is an error naming the file, the line
+// and the field. All of them are reported at once. A file holds one
+// scenario: a second YAML document is an error. Strings are read as
+// written (name: no is the string "no"), durations only as strings with a
+// unit ("2s"; a bare 2 is refused, 0 aside). Object files are read
+// relative to file's folder.
 func Parse(file string, data []byte) (*Scenario, error) {
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	return parse(file, data, rootFS, strings.TrimPrefix(filepath.ToSlash(dir), "/"))
+}
+
+// parse reads a scenario whose object files are read from files, relative
+// to dir.
+func parse(file string, data []byte, files fs.FS, dir string) (*Scenario, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: larger than %d KiB: a scenario file is a page of YAML", file, MaxFileSize>>10)
 	}
@@ -91,9 +167,13 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err := jd.Decode(&s); err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", file, doc.Line, err)
 	}
+	errs := readObjectFiles(&s, files, dir)
 	if err := s.Validate(); err != nil {
+		errs = append(errs, unjoin(err)...)
+	}
+	if len(errs) > 0 {
 		var out []error
-		for _, e := range unjoin(err) {
+		for _, e := range errs {
 			var fe fieldError
 			if errors.As(e, &fe) {
 				out = append(out, fmt.Errorf("%s:%d: %s", file, locate(doc, fe.path), fe))

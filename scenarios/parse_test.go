@@ -10,19 +10,25 @@ import (
 
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/scaler"
 )
 
 func TestParseNamesFileLineAndField(t *testing.T) {
 	for doc, want := range map[string][]string{
-		"name: a\ncatches: x\nworkload:\n  replcas: 3\n":                   {"s.yaml:4: workload.replcas: unknown field"},
-		"name: a\ncatches: x\ntiming: {deadline: soon}\n":                  {`s.yaml:3: timing.deadline: "soon" is not a duration`},
-		"name: a\ncatches: x\nworkload: {replicas: many}\n":                {`s.yaml:3: workload.replicas: expected a whole number (32 bits), got "many"`},
-		"name: a\ncatches: x\nfaults:\n  - {fault: meteor}\n":              {`s.yaml:4: faults[0]: unknown fault "meteor"`},
-		"name: a\ncatches: x\nfaults:\n  - {fault: latency, delay: 2 s}\n": {`s.yaml:4: faults[0].delay: "2 s" is not a duration`},
-		"name: A b\nworkload: {replicas: 4, maxReplicas: 2}\n":             {"s.yaml:1: name:", "s.yaml:2: workload.maxReplicas: 2 is below replicas 4", "s.yaml:1: catches: say which broken behaviour"},
-		"name: a\ncatches: x\nreadiness: {kind: sometimes}\n":              {`s.yaml:3: readiness: readiness model: unknown readiness model "sometimes"`},
-		"name: a\ncatches: x\ntiming: {deadline: 10s, settle: 20s}\n":      {"s.yaml:3: timing.settle: the settle window (20s) must be shorter than the deadline (10s)"},
-		"name: a\ncatches: x\nbackends: [fake, minikube]\n":                {`s.yaml:3: backends[1]: unknown backend "minikube"`},
+		"name: a\ncatches: x\nworld:\n  nodez: 3\n":                                                                             {"s.yaml:4: world.nodez: unknown field"},
+		"name: a\ncatches: x\ntiming: {deadline: soon}\n":                                                                       {`s.yaml:3: timing.deadline: "soon" is not a duration`},
+		"name: a\ncatches: x\nworld: {nodes: many}\n":                                                                           {`s.yaml:3: world.nodes: expected a whole number (64 bits), got "many"`},
+		"name: a\ncatches: x\nfaults:\n  - {fault: meteor}\n":                                                                   {`s.yaml:4: faults[0]: unknown fault "meteor"`},
+		"name: a\ncatches: x\nfaults:\n  - {fault: latency, delay: 2 s}\n":                                                      {`s.yaml:4: faults[0].delay: "2 s" is not a duration`},
+		"name: A b\nobjects:\n  - count: 2\n    manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n":             {"s.yaml:1: name:", `s.yaml:4: objects[0].manifest: metadata.name "a": 2 copies need {{index}} in their name`, "s.yaml:1: catches: say which broken behaviour"},
+		"name: a\ncatches: x\nworld: {readiness: {kind: sometimes}}\n":                                                          {`s.yaml:3: world.readiness: readiness model: unknown readiness model "sometimes"`},
+		"name: a\ncatches: x\ninvariants:\n  - name: small\n    select: {apiVersion: v1, kind: Pod}\n    rule: object.spec.(\n": {"s.yaml:6: invariants[0].rule: column"},
+		"name: a\ncatches: x\ninvariants:\n  - name: small\n    select: {apiVersion: v1, kind: Pod}\n    rule: 'object.x && oldObject.y'\n  - name: small\n    select: {apiVersion: v1, kind: Pod, labels: 'a b c'}\n    rule: \"'text'\"\n": {"s.yaml:7: invariants[1].name: \"small\" is given twice", "s.yaml:8: invariants[1].select: labels:", "s.yaml:9: invariants[1].rule:"},
+		"name: a\ncatches: x\ngoal:\n  objects:\n    - select: {apiVersion: v1, kind: Pod}\n      condition: 'size(object.spec.containers) > \"a\"'\n":                                                                                       {"s.yaml:6: goal.objects[0].condition:"},
+		"name: a\ncatches: x\nwrites:\n  - select: {apiVersion: v1, kind: Pod}\n    verbs: [paint]\n    fields: ['spec.[']\n":                                                                                                                {`s.yaml:5: writes[0].verbs[0]: unknown verb "paint"`, "s.yaml:6: writes[0].fields[0]:"},
+		"name: a\ncatches: x\nallow: [nothing-bad]\n":                 {`s.yaml:3: allow[0]: "nothing-bad" is not a built-in invariant`},
+		"name: a\ncatches: x\ntiming: {deadline: 10s, settle: 20s}\n": {"s.yaml:3: timing.settle: the settle window (20s) must be shorter than the deadline (10s)"},
+		"name: a\ncatches: x\nbackends: [fake, minikube]\n":           {`s.yaml:3: backends[1]: unknown backend "minikube"`},
 		"- just\n- a list\n":      {"s.yaml:1: : expected a mapping of fields"},
 		"name: a\n  catches: [\n": {"s.yaml: yaml: line"},
 	} {
@@ -37,7 +43,7 @@ func TestParseNamesFileLineAndField(t *testing.T) {
 }
 
 func TestCatalogueIsComplete(t *testing.T) {
-	all, err := scenarios.Catalogue()
+	all, err := scaler.Catalogue()
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(all), 12)
 	onFake := 0
@@ -48,16 +54,16 @@ func TestCatalogueIsComplete(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, onFake, 12)
-	_, err = scenarios.Lookup("no-such-scenario")
+	_, err = scaler.Lookup("no-such-scenario")
 	assert.ErrorContains(t, err, `no scenario named "no-such-scenario"`)
 }
 
 // A scenario that does not run on a backend, or is invalid, is a result
 // with Error set, never a panic.
 func TestBadRunsAreResults(t *testing.T) {
-	s, err := scenarios.Lookup("throttle-storm")
+	s, err := scaler.Lookup("throttle-storm")
 	require.NoError(t, err)
-	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Fake})
+	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Fake, Controller: scaler.Controller{}})
 	assert.False(t, res.Pass)
 	assert.Contains(t, res.Error, "does not run on fake")
 	res = scenarios.Run(context.Background(), &scenarios.Scenario{Name: "x"}, scenarios.Options{Backend: scenarios.Fake})

@@ -14,7 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-lab/converge/scenarios"
-	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 // The scaler binary, out of process through the fault proxy: a crash right
@@ -24,7 +25,7 @@ func TestOutOfProcessController(t *testing.T) {
 	if testing.Short() {
 		t.Skip("envtest")
 	}
-	envtest.Require(t)
+	simtest.Require(t)
 	bin := filepath.Join(t.TempDir(), "scaler")
 	out, err := exec.Command("go", "build", "-o", bin, "../cmd/scaler").CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -33,8 +34,22 @@ func TestOutOfProcessController(t *testing.T) {
 name: out-of-process-crash
 catches: a binary that does not recover from SIGKILL
 backends: [envtest]
-workload: {deployments: 3, replicas: 2, maxReplicas: 8}
-readiness: {kind: ready-after-delay, delay: 5s}
+objects:
+  - count: 3
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web-{{index}}
+        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
+        annotations: {converge.dev/max-replicas: "8"}
+      spec:
+        replicas: 2
+        selector: {matchLabels: {app: "web-{{index}}"}}
+        template:
+          metadata: {labels: {app: "web-{{index}}"}}
+          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
+world: {readiness: {kind: ready-after-delay, delay: 5s}}
 faults:
   - {fault: crash, target: {verbs: [patch], resource: deployments}, when: {nth: 1}}
 controller:
@@ -44,7 +59,7 @@ timing: {deadline: 2m, settle: 10s}
 `, bin)))
 	require.NoError(t, err)
 	var log strings.Builder
-	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Envtest, Seed: 1, Log: &syncWriter{b: &log}})
+	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Envtest, Seed: 1, Log: &syncWriter{b: &log}, Controller: scaler.For(s)})
 	require.True(t, res.Pass, "%v\n%s", res.Reasons, log.String())
 	assert.Equal(t, "scaler", res.Controller)
 	var exits []string

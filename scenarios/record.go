@@ -1,40 +1,47 @@
 package scenarios
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/converge-lab/converge/chaos"
-	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/expect"
 )
 
-// Invariants, as named in violations.
+// Built-in invariants, judged for any controller.
 const (
-	InvReplicasWithinMax = "replicas-within-max"
-	InvNeverScalesDown   = "never-scales-down"
-	InvWritesOnlyReplica = "writes-only-replicas-and-own-annotations"
-	InvOnlyLabelled      = "writes-only-labelled-deployments"
-	InvNoPanic           = "no-panic"
-	InvCleanShutdown     = "clean-shutdown"
-	InvSingleWriter      = "one-writer-at-a-time"
-	InvNoHotLoop         = "no-hot-loop"
+	InvNoPanic       = "no-panic"
+	InvCleanShutdown = "clean-shutdown"
+	InvSingleWriter  = "one-writer-at-a-time"
+	InvNoHotLoop     = "no-hot-loop"
+	InvNoForbidden   = "no-forbidden-request"
+	// InvWritesAllowed is judged when the scenario has write rules.
+	InvWritesAllowed = "writes-allowed"
+	// InvRuleError breaks when an invariant's rule cannot be evaluated
+	// for a reason other than a field not being there.
+	InvRuleError = "invariant-evaluates"
 )
+
+// BuiltinInvariants are the invariants judged for any controller.
+var BuiltinInvariants = []string{InvNoPanic, InvCleanShutdown, InvSingleWriter, InvNoHotLoop, InvNoForbidden, InvWritesAllowed, InvRuleError}
 
 // recordFake puts a recorder in front of a fake clientset's chains (and so
 // in front of the chaos injector): it sees every request as the controller
@@ -45,6 +52,12 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 	reactions := cs.Fake.ReactionChain
 	cs.Fake.ReactionChain = []k8stesting.Reactor{&k8stesting.SimpleReactor{Verb: "*", Resource: "*",
 		Reaction: func(a k8stesting.Action) (bool, runtime.Object, error) {
+			// The store takes the request's object over (and stamps it):
+			// what the controller sent is copied first.
+			var sent runtime.Object
+			if c, ok := a.(k8stesting.CreateAction); ok && (a.GetVerb() == "create" || a.GetVerb() == "update") && c.GetObject() != nil {
+				sent = c.GetObject().DeepCopyObject()
+			}
 			for _, reactor := range reactions {
 				if !reactor.Handles(a) {
 					continue
@@ -53,7 +66,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 				if !handled {
 					continue
 				}
-				r.fakeAction(idx, a, obj, err)
+				r.fakeAction(idx, a, sent, err)
 				return true, obj, err
 			}
 			return false, nil, nil
@@ -76,8 +89,14 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 		}}}
 }
 
-func (r *run) fakeAction(idx int, a k8stesting.Action, obj runtime.Object, err error) {
-	q := reports.Request{At: time.Now(), Instance: idx, Verb: a.GetVerb(), Resource: a.GetResource().Resource, Code: code(a.GetVerb(), err)}
+// fakeAction records a request of the fake clientset; sent is the object
+// a create or update sent, as it was sent.
+func (r *run) fakeAction(idx int, a k8stesting.Action, sent runtime.Object, err error) {
+	verb := a.GetVerb()
+	if verb == "delete-collection" {
+		verb = "deletecollection"
+	}
+	q := reports.Request{At: time.Now(), Instance: idx, Verb: verb, Resource: a.GetResource().Resource, Namespace: a.GetNamespace(), Code: code(verb, err)}
 	if a.GetSubresource() != "" {
 		q.Resource += "/" + a.GetSubresource()
 	}
@@ -94,20 +113,29 @@ func (r *run) fakeAction(idx int, a k8stesting.Action, obj runtime.Object, err e
 	}
 	r.hist.request(q)
 	r.pace(q.At)
-	if err != nil || a.GetResource().Resource != "deployments" || (a.GetSubresource() != "" && a.GetSubresource() != "scale") {
+	if err != nil || !isWrite(verb) {
 		return
 	}
+	w := Write{Request: q, GVR: a.GetResource(), Subresource: a.GetSubresource(), Namespace: a.GetNamespace()}
 	switch act := a.(type) {
 	case k8stesting.PatchAction:
-		r.checkPatch(q, act.GetPatchType(), act.GetPatch())
-	case k8stesting.UpdateAction:
-		if a.GetVerb() != "update" {
-			return
-		}
-		if d, ok := act.GetObject().(*appsv1.Deployment); ok {
-			r.checkUpdate(q, d)
+		w.PatchType, w.Patch = act.GetPatchType(), act.GetPatch()
+	default:
+		if sent != nil && (verb == "create" || verb == "update") {
+			if u, e := runtime.DefaultUnstructuredConverter.ToUnstructured(sent); e == nil {
+				w.Object = u
+			}
 		}
 	}
+	r.wrote(w)
+}
+
+func isWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
 }
 
 func code(verb string, err error) int {
@@ -132,15 +160,12 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 				return next.RoundTrip(req)
 			}
 			var body []byte
-			if cr.Resource == "deployments" && (cr.Verb == "patch" || cr.Verb == "update") && req.GetBody != nil {
-				if b, err := req.GetBody(); err == nil {
-					body, _ = io.ReadAll(io.LimitReader(b, 4<<20))
-					_ = b.Close()
-				}
+			if cr.Verb == "patch" || cr.Verb == "update" || cr.Verb == "create" {
+				body = readBody(req)
 			}
 			at := time.Now()
 			resp, err := next.RoundTrip(req)
-			q := reports.Request{At: at, Instance: idx, Verb: cr.Verb, Resource: cr.Resource, Name: cr.Name}
+			q := reports.Request{At: at, Instance: idx, Verb: cr.Verb, Resource: cr.Resource, Namespace: cr.Namespace, Name: cr.Name}
 			if cr.Subresource != "" {
 				q.Resource += "/" + cr.Subresource
 			}
@@ -151,31 +176,101 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 			}
 			r.hist.request(q)
 			r.pace(q.At)
-			if err == nil && resp.StatusCode < 300 && body != nil && (cr.Subresource == "" || cr.Subresource == "scale") {
-				if cr.Verb == "patch" {
-					r.checkPatch(q, types.PatchType(req.Header.Get("Content-Type")), body)
-				} else if cr.Subresource == "" {
-					var d appsv1.Deployment
-					if json.Unmarshal(body, &d) == nil {
-						r.checkUpdate(q, &d)
+			if err != nil || resp.StatusCode >= 300 || !isWrite(cr.Verb) {
+				return resp, err
+			}
+			w := Write{Request: q, GVR: schema.GroupVersionResource{Group: cr.Group, Version: cr.Version, Resource: cr.Resource},
+				Subresource: cr.Subresource, Namespace: cr.Namespace}
+			switch cr.Verb {
+			case "patch":
+				w.PatchType, w.Patch = types.PatchType(req.Header.Get("Content-Type")), body
+			case "create", "update":
+				var obj map[string]any
+				if json.Unmarshal(body, &obj) == nil {
+					w.Object = obj
+					if w.Name == "" {
+						if md, ok := obj["metadata"].(map[string]any); ok {
+							w.Name, _ = md["name"].(string)
+						}
 					}
 				}
 			}
+			r.wrote(w)
 			return resp, err
 		})
 	}
+}
+
+// maxBody is the largest request body the recorder reads: more than the
+// API server takes.
+const maxBody = 4 << 20
+
+// readBody is req's body, read again where the client can send it again,
+// else read and put back (a request a proxy forwards); nil when it cannot
+// be read whole.
+func readBody(req *http.Request) []byte {
+	if req.GetBody != nil {
+		b, err := req.GetBody()
+		if err != nil {
+			return nil
+		}
+		defer b.Close()
+		data, err := io.ReadAll(io.LimitReader(b, maxBody+1))
+		if err != nil || len(data) > maxBody {
+			return nil
+		}
+		return data
+	}
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+	req.Body = readCloser{io.MultiReader(bytes.NewReader(data), req.Body), req.Body}
+	if err != nil || len(data) > maxBody {
+		return nil
+	}
+	return data
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// bookkeeping says whether a resource is the controller's own bookkeeping
+// (leader election, events), left out of write counts and checks.
+func bookkeeping(resource string) bool {
+	return resource == "leases" || resource == "events"
+}
+
+// wrote judges one successful write of the controller.
+func (r *run) wrote(w Write) {
+	if j := r.judge; j != nil {
+		j.Wrote(w)
+	}
+	if bookkeeping(w.GVR.Resource) {
+		return
+	}
+	r.hist.wrote(w.GVR.Resource + "/" + w.Name)
+	r.mu.Lock()
+	r.lastWrite = w.At
+	r.mu.Unlock()
+	r.checkWriter(w.Request)
+	if len(r.s.Writes) > 0 {
+		r.checkWriteRules(w)
+	}
+}
+
 // checkWriter: a write by one instance while another that wrote before is
 // still alive means two writers at once (a failover without fencing).
 func (r *run) checkWriter(q reports.Request) {
 	r.mu.Lock()
-	prev, had := r.lastWriter, r.wrote
-	r.lastWriter, r.wrote = q.Instance, true
+	prev, had := r.lastWriter, r.anyWrite
+	r.lastWriter, r.anyWrite = q.Instance, true
 	other := r.instances[prev]
 	alive := had && prev != q.Instance && other != nil && !other.ended
 	r.mu.Unlock()
@@ -184,137 +279,76 @@ func (r *run) checkWriter(q reports.Request) {
 	}
 }
 
-// checkPatch judges a successful patch of a Deployment by the controller.
-func (r *run) checkPatch(q reports.Request, pt types.PatchType, patch []byte) {
-	r.hist.wrote(q.Name)
-	r.checkWriter(q)
-	var doc any
-	if err := json.Unmarshal(patch, &doc); err != nil {
-		r.hist.violate(InvWritesOnlyReplica, q.At, q.Name, q.String(), "a patch that is not JSON: "+string(patch))
-		return
+// checkWriteRules breaks writes-allowed when no write rule allows w.
+func (r *run) checkWriteRules(w Write) {
+	latest := r.obs.version(w.GVR.Resource, w.Namespace, w.Name, "")
+	subject := latest
+	if w.Verb == "create" && w.Object != nil {
+		subject = w.Object
 	}
-	var paths []string
-	var replicas *int64
-	var rv string
-	switch p := doc.(type) {
-	case []any: // JSON patch
-		for _, op := range p {
-			m, _ := op.(map[string]any)
-			path, _ := m["path"].(string)
-			paths = append(paths, strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "."))
-			if path == "/spec/replicas" {
-				if v, ok := m["value"].(float64); ok {
-					n := int64(v)
-					replicas = &n
-				}
-			}
-		}
-	case map[string]any: // merge and strategic merge patches
-		leaves("", p, &paths)
-		if spec, ok := p["spec"].(map[string]any); ok {
-			if v, ok := spec["replicas"].(float64); ok {
-				n := int64(v)
-				replicas = &n
-			}
-		}
-		if md, ok := p["metadata"].(map[string]any); ok {
-			rv, _ = md["resourceVersion"].(string)
-		}
-	}
-	for _, path := range paths {
-		if !allowedPath(path) {
-			r.hist.violate(InvWritesOnlyReplica, q.At, q.Name, q.String(), fmt.Sprintf("the controller's %s patch of %s sets %s", pt, q.Name, path))
-		}
-	}
-	base, ok := r.obs.version(q.Name, rv)
-	if !ok {
-		return
-	}
-	r.checkBase(q, base, replicas)
-}
-
-// checkUpdate judges a successful update of a Deployment by the
-// controller, against the version it was based on.
-func (r *run) checkUpdate(q reports.Request, d *appsv1.Deployment) {
-	r.hist.wrote(q.Name)
-	r.checkWriter(q)
-	base, ok := r.obs.version(q.Name, d.ResourceVersion)
-	if !ok {
-		return
-	}
-	var replicas *int64
-	if d.Spec.Replicas != nil {
-		n := int64(*d.Spec.Replicas)
-		replicas = &n
-	}
-	a, b := base.DeepCopy(), d.DeepCopy()
-	a.Spec.Replicas, b.Spec.Replicas = nil, nil
-	for _, x := range []*appsv1.Deployment{a, b} {
-		for k := range x.Annotations {
-			if strings.HasPrefix(k, "converge.dev/") {
-				delete(x.Annotations, k)
-			}
-		}
-	}
+	var changed []string
 	switch {
-	case !apiequality.Semantic.DeepEqual(a.Spec, b.Spec):
-		r.hist.violate(InvWritesOnlyReplica, q.At, q.Name, q.String(), "the controller's update of "+q.Name+" changes its spec beyond replicas")
-	case !apiequality.Semantic.DeepEqual(a.Labels, b.Labels) || !equalMaps(a.Annotations, b.Annotations):
-		r.hist.violate(InvWritesOnlyReplica, q.At, q.Name, q.String(), "the controller's update of "+q.Name+" changes labels or annotations not its own")
-	}
-	r.checkBase(q, base, replicas)
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
+	case w.Verb == "patch" && len(w.Patch) > 0: // else its body could not be read
+		changed = patchPaths(w.PatchType, w.Patch)
+	case w.Verb == "update" && w.Object != nil:
+		// Against the version the update was based on; one the observer
+		// has not seen is not judged by field.
+		rv, _, _ := unstructured.NestedString(w.Object, "metadata", "resourceVersion")
+		if base := r.obs.version(w.GVR.Resource, w.Namespace, w.Name, rv); base != nil {
+			changed = diffPaths(base, w.Object, w.Subresource)
 		}
 	}
-	return true
-}
-
-// checkBase: the write was of a labelled Deployment, and its replicas are
-// neither lower than before nor above the max.
-func (r *run) checkBase(q reports.Request, base *appsv1.Deployment, replicas *int64) {
-	if base.Labels[controller.LabelEnabled] != controller.ValueEnabled {
-		r.hist.violate(InvOnlyLabelled, q.At, q.Name, q.String(), "the controller wrote "+q.Name+", which does not carry "+controller.LabelEnabled+"="+controller.ValueEnabled)
-	}
-	if replicas == nil {
-		return
-	}
-	before := int64(1)
-	if base.Spec.Replicas != nil {
-		before = int64(*base.Spec.Replicas)
-	}
-	if *replicas < before {
-		r.hist.violate(InvNeverScalesDown, q.At, q.Name, q.String(), fmt.Sprintf("the controller lowered %s from %d to %d replicas", q.Name, before, *replicas))
-	}
-	if m := maxOf(base); int64(m) < *replicas {
-		r.hist.violate(InvReplicasWithinMax, q.At, q.Name, q.String(), fmt.Sprintf("the controller set %s to %d replicas, above its max %d", q.Name, *replicas, m))
-	}
-}
-
-func leaves(prefix string, m map[string]any, out *[]string) {
-	for k, v := range m {
-		p := join(prefix, k)
-		if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
-			leaves(p, sub, out)
+	why := ""
+	for _, rule := range r.s.Writes {
+		if subject == nil || !r.obs.selects(rule.Select, w.GVR.Resource, subject) {
 			continue
 		}
-		*out = append(*out, p)
+		if len(rule.Verbs) > 0 && !slices.Contains(rule.Verbs, w.Verb) {
+			why = fmt.Sprintf("no rule lets it %s", w.Verb)
+			continue
+		}
+		if bad := disallowed(changed, rule.Fields); bad != "" {
+			why = "no rule lets it write " + bad
+			continue
+		}
+		return
 	}
+	if why == "" {
+		why = "no write rule selects it"
+	}
+	what := w.Resource
+	if w.Name != "" {
+		what += "/" + w.Name
+	}
+	r.hist.violate(InvWritesAllowed, w.At, w.Name, w.String(), fmt.Sprintf("the controller's %s of %s: %s", w.Verb, what, why))
 }
 
-func allowedPath(p string) bool {
-	switch {
-	case p == "spec.replicas", p == "metadata.resourceVersion":
-		return true
-	case strings.HasPrefix(p, "metadata.annotations."):
-		return strings.HasPrefix(strings.TrimPrefix(p, "metadata.annotations."), "converge.dev/")
+// disallowed is the first of paths that fields do not allow, or "".
+func disallowed(paths, fields []string) string {
+	if len(fields) == 0 {
+		return ""
 	}
-	return false
+	for _, p := range paths {
+		if !slices.ContainsFunc(fields, func(f string) bool { return allows(f, p) }) {
+			return p
+		}
+	}
+	return ""
+}
+
+// allows: field f allows path p (itself, what lies under it, or with a
+// trailing *, anything starting so).
+func allows(f, p string) bool {
+	switch {
+	case f == "*":
+		return true
+	case strings.HasSuffix(f, `*"]`):
+		return strings.HasPrefix(p, strings.TrimSuffix(f, `*"]`))
+	case strings.HasSuffix(f, "*"):
+		return strings.HasPrefix(p, strings.TrimSuffix(f, "*"))
+	}
+	if parsed, err := expect.ParsePath(f); err == nil {
+		f = parsed.String() // one spelling: a["b"] and a.b are one path
+	}
+	return p == f || strings.HasPrefix(p, f+".") || strings.HasPrefix(p, f+"[")
 }

@@ -8,18 +8,23 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/expect"
 	"github.com/converge-lab/converge/sim/world"
 )
 
 // Duration is a time.Duration written as "30s" in scenario files.
 type Duration = reports.Duration
 
-// Scenario is one situation the controller must converge from. It is data:
-// the same struct as a YAML file (see Parse).
+// Scenario is one situation the controller under test must converge from.
+// It is data: the same struct as a YAML file (see Parse). Nothing in it is
+// about one controller: the objects, the world, the invariants and the goal
+// are the scenario's own, and a controller adds its own checks (see Judge).
 type Scenario struct {
 	// Name is unique in a catalogue, lower-case words joined by dashes.
 	Name        string `json:"name"`
@@ -31,36 +36,58 @@ type Scenario struct {
 	// envtest.
 	Backends []string `json:"backends,omitempty"`
 
-	Workload  Workload  `json:"workload"`
-	Readiness Readiness `json:"readiness,omitempty"`
+	// Objects are created at the start, in order, CustomResourceDefinitions
+	// first: what the run's namespace holds.
+	Objects []Objects `json:"objects,omitempty"`
+	// World is what the simulated cluster around the controller does.
+	World World `json:"world,omitempty"`
 	// Faults are injected into the controller's clients (and, for
 	// apiserver-restart and compaction, into the control plane).
-	Faults []chaos.Spec `json:"faults,omitempty"`
-	// Interference is what other actors do meanwhile.
-	Interference Interference   `json:"interference,omitempty"`
-	Controller   ControllerSpec `json:"controller,omitempty"`
-	Timing       Timing         `json:"timing,omitempty"`
-	Budgets      Budgets        `json:"budgets,omitempty"`
+	Faults     []chaos.Spec   `json:"faults,omitempty"`
+	Controller ControllerSpec `json:"controller,omitempty"`
+	// Invariants must hold on every observed change of the objects they
+	// select.
+	Invariants []Invariant `json:"invariants,omitempty"`
+	// Writes, when given, are all the controller may write: a successful
+	// write no rule allows breaks the invariant writes-allowed.
+	Writes []WriteRule `json:"writes,omitempty"`
+	// Goal must hold, after the last fault, for the settle window.
+	Goal Goal `json:"goal,omitempty"`
+	// Allow names built-in invariants this scenario lets break (for
+	// example no-forbidden-request, when a 403 is the point).
+	Allow   []string `json:"allow,omitempty"`
+	Timing  Timing   `json:"timing,omitempty"`
+	Budgets Budgets  `json:"budgets,omitempty"`
 }
 
-// Workload is the Deployments the harness creates at the start.
-type Workload struct {
-	// Deployments managed by the scaler (labelled), named <prefix>-<i>.
-	// Zero means 1.
-	Deployments int `json:"deployments,omitempty"`
-	// Prefix of their names. Empty means "web".
-	Prefix string `json:"prefix,omitempty"`
-	// Replicas each starts with. Zero means 2.
-	Replicas int32 `json:"replicas,omitempty"`
-	// MaxReplicas is each one's max-replicas annotation. Zero means 16.
-	MaxReplicas int32 `json:"maxReplicas,omitempty"`
-	// Unmanaged Deployments (no opt-in label), which the scaler must never
-	// write, named <prefix>-unmanaged-<i>.
-	Unmanaged int `json:"unmanaged,omitempty"`
-	// Labels added to every Deployment and its pods.
-	Labels map[string]string `json:"labels,omitempty"`
-	// Image of the pod template. Empty means registry.invalid/app:1.
-	Image string `json:"image,omitempty"`
+// Objects are manifests the harness creates at the start: a file or folder
+// of YAML documents (relative to the scenario file), or one manifest
+// inline. With Count, each is created Count times, "{{index}}" in any of
+// its strings replaced by 0..Count-1.
+type Objects struct {
+	File     string `json:"file,omitempty"`
+	Manifest Object `json:"manifest,omitempty"`
+	Count    int    `json:"count,omitempty"`
+	// Source is the file an entry's manifest was read from, once read.
+	Source string `json:"source,omitempty"`
+}
+
+// World is the simulated cluster around the controller (package
+// sim/world): Nodes whose kubelet runs pods by a readiness model, a
+// scheduler, and, on fake, the Deployment controller; on fake the API
+// itself collects garbage and finishes namespaces.
+type World struct {
+	// Nodes simulated. Zero means 3 (110 pods each).
+	Nodes int `json:"nodes,omitempty"`
+	// Readiness is when pods turn ready. Zero means 2s after they start.
+	Readiness Readiness `json:"readiness,omitempty"`
+	// NoScheduler leaves pending pods unscheduled.
+	NoScheduler bool `json:"noScheduler,omitempty"`
+	// NoDeployments leaves Deployments without pods on fake, where the
+	// world plays their controller (envtest has kube-controller-manager).
+	NoDeployments bool `json:"noDeployments,omitempty"`
+	// Interference is what other actors do to the objects meanwhile.
+	Interference []Interference `json:"interference,omitempty"`
 }
 
 // Readiness is the world's readiness model (world.Model) as a file writes
@@ -83,21 +110,87 @@ func (r Readiness) Model() world.Model {
 		Fraction: r.Fraction, Period: time.Duration(r.Period), PerNode: r.PerNode}
 }
 
-// Interference is what actors other than the controller do during the run.
+// Interference is another actor acting on the objects Select matches, in
+// turn (by name), every Every until Until: it sets a field (Set), or
+// deletes the object (Delete). A write that meets a conflict is skipped,
+// as a tool that does not retry would.
 type Interference struct {
-	// LabelEditsEvery: a second writer edits a label of one managed
-	// Deployment (round robin) this often, competing with the controller's
-	// writes. Zero means never.
-	LabelEditsEvery Duration `json:"labelEditsEvery,omitempty"`
-	// LabelEditsUntil stops the second writer. Zero means half the
-	// deadline.
-	LabelEditsUntil Duration `json:"labelEditsUntil,omitempty"`
-	// PodDeletionsEvery: an evictor deletes one pod of a managed
-	// Deployment (round robin) this often, until LabelEditsUntil's
-	// counterpart PodDeletionsUntil. Zero means never.
-	PodDeletionsEvery Duration `json:"podDeletionsEvery,omitempty"`
-	// PodDeletionsUntil stops the evictor. Zero means half the deadline.
-	PodDeletionsUntil Duration `json:"podDeletionsUntil,omitempty"`
+	Every Duration `json:"every"`
+	// Until, from the start of the run. Zero means half the deadline.
+	Until Duration `json:"until,omitempty"`
+	// Count, when set, stops the actor after that many actions: a number
+	// of edits that does not depend on how long the objects took to be
+	// created.
+	Count  int      `json:"count,omitempty"`
+	Select Selector `json:"select"`
+	// Set writes Value at Path (a string field: a label, an annotation),
+	// "{{n}}" in Value replaced by the count of the action.
+	Set *SetField `json:"set,omitempty"`
+	// Delete deletes the object, at once (grace period 0).
+	Delete bool `json:"delete,omitempty"`
+}
+
+// SetField is a string field an interfering actor writes.
+type SetField struct {
+	Path  string `json:"path"`
+	Value string `json:"value"`
+}
+
+// Selector picks objects of one kind in the run (its namespace, for a
+// namespaced kind): by name, by labels, or all of them.
+type Selector struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name,omitempty"`
+	// Labels is a label selector ("app=web,tier!=db").
+	Labels string `json:"labels,omitempty"`
+}
+
+// Invariant is a named CEL expression that must be true of every observed
+// version of the objects it selects. It may read object and, to judge a
+// change, oldObject (the version observed before), as a CRD's transition
+// rules do: a rule that names oldObject is judged on updates only.
+type Invariant struct {
+	Name   string   `json:"name"`
+	Select Selector `json:"select"`
+	Rule   string   `json:"rule"`
+}
+
+// WriteRule allows the controller writes of the objects it selects: by
+// verb (empty: any), and for updates and patches, of the fields it lists
+// (paths like spec.replicas or metadata.annotations["a/b"]; a path allows
+// what lies under it, and a trailing * any key starting so). Empty Fields
+// allow any field.
+type WriteRule struct {
+	Select Selector `json:"select"`
+	Verbs  []string `json:"verbs,omitempty"`
+	Fields []string `json:"fields,omitempty"`
+}
+
+// Goal is what the world looks like once the controller has converged.
+type Goal struct {
+	// Objects: each expectation must hold.
+	Objects []Expectation `json:"objects,omitempty"`
+	// Busy, when true, lets the controller write during the settle window;
+	// by default a write (other than of its Leases and Events) restarts it.
+	Busy bool `json:"busy,omitempty"`
+}
+
+// Expectation is a partial object and a condition the objects Select
+// matches must satisfy, or how many of them there must be. A named object
+// that does not exist does not satisfy it (not yet); a field that is not
+// there yet makes a condition false, not an error.
+type Expectation struct {
+	Select Selector `json:"select"`
+	// Match is a partial object: maps match on the keys it gives, lists
+	// when each of its elements matches a distinct element, in any order
+	// (package expect).
+	Match Object `json:"match,omitempty"`
+	// Condition is a CEL expression over object.
+	Condition string `json:"condition,omitempty"`
+	// Count, when set, is how many objects Select must match (0: none
+	// left).
+	Count *int `json:"count,omitempty"`
 }
 
 // ControllerSpec is how the controller under test runs.
@@ -105,18 +198,19 @@ type ControllerSpec struct {
 	// Instances run side by side; more than one elects a leader. Zero
 	// means 1.
 	Instances int `json:"instances,omitempty"`
-	// Cooldown between two scale-ups of one Deployment. Zero means 10s.
-	Cooldown Duration `json:"cooldown,omitempty"`
 	// RestartAfter: an instance ended by a crash or terminate fault is
 	// replaced this long after. Zero means 5s.
 	RestartAfter Duration `json:"restartAfter,omitempty"`
 	// LeaseDuration of leader election. Zero means 15s.
 	LeaseDuration Duration `json:"leaseDuration,omitempty"`
-	// StartAfter starts the controller this long after the workload was
+	// StartAfter starts the controller this long after the objects were
 	// created, on a world that has settled. Zero: at once.
 	StartAfter Duration `json:"startAfter,omitempty"`
+	// Settings are handed to every instance as they are written (the
+	// scaler reads cooldown).
+	Settings map[string]string `json:"settings,omitempty"`
 	// Command runs a controller binary out of process, through the fault
-	// proxy, instead of the scaler in process (envtest and cluster). Its
+	// proxy, instead of one in process (envtest and cluster). Its
 	// arguments may use {kubeconfig}, {namespace}, {identity},
 	// {leaseNamespace} and {leaseName}.
 	Command []string `json:"command,omitempty"`
@@ -133,15 +227,15 @@ type Timing struct {
 
 // Budgets fail a run that converged too expensively. Zero means no budget.
 type Budgets struct {
-	// WritesPerDeployment caps the controller's successful writes of any
-	// one Deployment.
-	WritesPerDeployment int `json:"writesPerDeployment,omitempty"`
-	// WriteAmplification caps writes divided by the writes needed (one per
-	// replica change), per Deployment.
-	WriteAmplification float64 `json:"writeAmplification,omitempty"`
-	// Reconciles caps the reconciles of all instances together.
+	// WritesPerObject caps the controller's successful writes of any one
+	// object (its Leases and Events aside).
+	WritesPerObject int `json:"writesPerObject,omitempty"`
+	// Reconciles caps the reconciles of all instances together, where the
+	// controller can be probed.
 	Reconciles int64 `json:"reconciles,omitempty"`
-	// Requests caps the controller's requests by verb ("list": 10).
+	// Requests caps the controller's requests by verb ("list": 10) or by
+	// verb and resource ("update deployments": 3, "patch
+	// deployments/status": 0).
 	Requests map[string]int `json:"requests,omitempty"`
 }
 
@@ -157,24 +251,17 @@ func (s Scenario) withDefaults() Scenario {
 	if len(s.Backends) == 0 {
 		s.Backends = []string{Fake, Envtest}
 	}
-	w := &s.Workload
-	w.Deployments = or(w.Deployments, 1)
-	w.Prefix = or(w.Prefix, "web")
-	w.Replicas = or(w.Replicas, 2)
-	w.MaxReplicas = or(w.MaxReplicas, 16)
-	w.Image = or(w.Image, "registry.invalid/app:1")
+	s.World.Nodes = or(s.World.Nodes, 3)
 	c := &s.Controller
 	c.Instances = or(c.Instances, 1)
-	c.Cooldown = or(c.Cooldown, Duration(10*time.Second))
 	c.RestartAfter = or(c.RestartAfter, Duration(5*time.Second))
 	c.LeaseDuration = or(c.LeaseDuration, Duration(15*time.Second))
 	s.Timing.Deadline = or(s.Timing.Deadline, Duration(5*time.Minute))
 	s.Timing.Settle = or(s.Timing.Settle, Duration(30*time.Second))
-	if s.Interference.LabelEditsEvery > 0 && s.Interference.LabelEditsUntil == 0 {
-		s.Interference.LabelEditsUntil = s.Timing.Deadline / 2
-	}
-	if s.Interference.PodDeletionsEvery > 0 && s.Interference.PodDeletionsUntil == 0 {
-		s.Interference.PodDeletionsUntil = s.Timing.Deadline / 2
+	s.World.Interference = slices.Clone(s.World.Interference)
+	for i := range s.World.Interference {
+		in := &s.World.Interference[i]
+		in.Until = or(in.Until, s.Timing.Deadline/2)
 	}
 	return s
 }
@@ -199,26 +286,28 @@ func (e fieldError) Error() string { return e.path + ": " + e.msg }
 // Bounds that make every valid scenario finish in bounded time and memory.
 // A scenario past them is refused when it is loaded, with the bound named.
 const (
-	MaxNameLength  = 50
-	MaxDeployments = 5000
-	MaxUnmanaged   = 5000
-	MaxReplicas    = 1000
-	// MaxPods bounds the pods the workload can ask for: every managed
-	// Deployment at its max and every unmanaged one at its replicas.
-	MaxPods = 100_000
-	// MinInterval is the shortest period of a repeated action (label
-	// edits, pod deletions, readiness flaps, a repeated fault): well above
-	// the clock's resolution, so virtual time moves.
+	MaxNameLength = 57
+	// MaxObjects bounds the objects a scenario creates, counts expanded.
+	MaxObjects = 20_000
+	MaxNodes   = 1000
+	// MinInterval is the shortest period of a repeated action
+	// (interference, readiness flaps, a repeated fault): well above the
+	// clock's resolution, so virtual time moves.
 	MinInterval = 10 * time.Millisecond
 	// MaxDeadline bounds a run's simulated time.
-	MaxDeadline  = 24 * time.Hour
-	MaxInstances = 10
-	MaxFaults    = 100
-	MaxLabels    = 32
-	MaxCommand   = 100
+	MaxDeadline     = 24 * time.Hour
+	MaxInstances    = 10
+	MaxFaults       = 100
+	MaxCommand      = 100
+	MaxSettings     = 32
+	MaxInvariants   = 100
+	MaxWriteRules   = 100
+	MaxExpectations = 1000
+	MaxInterference = 20
 )
 
-// Validate checks every field and returns all that is wrong.
+// Validate checks every field and returns all that is wrong; expressions
+// are compiled, so one that does not compile is named with its position.
 func (s Scenario) Validate() error {
 	var errs []error
 	bad := func(path, format string, args ...any) {
@@ -240,62 +329,28 @@ func (s Scenario) Validate() error {
 			bad(fmt.Sprintf("backends[%d]", i), "unknown backend %q (fake, envtest, cluster)", b)
 		}
 	}
-	w, def := s.Workload, s.withDefaults()
-	if w.Deployments < 0 || w.Deployments > MaxDeployments {
-		bad("workload.deployments", "must be within 0..%d, got %d", MaxDeployments, w.Deployments)
-	}
-	if w.Unmanaged < 0 || w.Unmanaged > MaxUnmanaged {
-		bad("workload.unmanaged", "must be within 0..%d, got %d", MaxUnmanaged, w.Unmanaged)
-	}
-	if w.Replicas < 0 || w.Replicas > MaxReplicas {
-		bad("workload.replicas", "must be within 0..%d, got %d", MaxReplicas, w.Replicas)
-	}
-	if w.MaxReplicas < 0 || w.MaxReplicas > MaxReplicas {
-		bad("workload.maxReplicas", "must be within 0..%d, got %d", MaxReplicas, w.MaxReplicas)
-	} else if w.Replicas > 0 && w.MaxReplicas > 0 && w.MaxReplicas < w.Replicas {
-		bad("workload.maxReplicas", "%d is below replicas %d", w.MaxReplicas, w.Replicas)
-	}
-	if d := def.Workload; d.Deployments >= 0 && d.Unmanaged >= 0 && d.Replicas >= 0 && d.MaxReplicas >= 0 {
-		if pods := int64(d.Deployments)*int64(d.MaxReplicas) + int64(d.Unmanaged)*int64(d.Replicas); pods > MaxPods {
-			bad("workload", "asks for up to %d pods (deployments x maxReplicas + unmanaged x replicas), at most %d", pods, MaxPods)
+	def := s.withDefaults()
+	total := 0
+	for i, o := range s.Objects {
+		path := fmt.Sprintf("objects[%d]", i)
+		if (o.File == "") == (o.Manifest == nil) {
+			bad(path, "give a file or a manifest, not both or neither")
 		}
-		// The longest name the workload makes: <prefix>-unmanaged-<i>.
-		longest := fmt.Sprintf("%s-unmanaged-%d", d.Prefix, max(d.Deployments, d.Unmanaged))
-		if msgs := validation.IsDNS1123Label(strings.TrimSuffix(d.Prefix, "-")); w.Prefix != "" && len(msgs) > 0 {
-			bad("workload.prefix", "%q: %s", w.Prefix, strings.Join(msgs, "; "))
-		} else if len(longest) > 50 {
-			bad("workload.prefix", "%q makes names of up to %d characters (%s), at most 50 leave room for pod names", w.Prefix, len(longest), longest)
+		if o.Count < 0 || o.Count > MaxObjects {
+			bad(path+".count", "must be within 0..%d, got %d", MaxObjects, o.Count)
+			continue
+		}
+		total += max(o.Count, 1)
+		if o.Manifest != nil && o.Source == "" { // a file's were checked as it was read
+			for _, msg := range checkManifest(o.Manifest, o.Count) {
+				bad(path+".manifest", "%s", msg)
+			}
 		}
 	}
-	if len(w.Labels) > MaxLabels {
-		bad("workload.labels", "at most %d labels, got %d", MaxLabels, len(w.Labels))
+	if total > MaxObjects {
+		bad("objects", "%d objects, at most %d", total, MaxObjects)
 	}
-	for _, k := range sortedKeys(w.Labels) {
-		for _, msg := range validation.IsQualifiedName(k) {
-			bad("workload.labels."+k, "key %q: %s", k, msg)
-		}
-		for _, msg := range validation.IsValidLabelValue(w.Labels[k]) {
-			bad("workload.labels."+k, "value %q: %s", w.Labels[k], msg)
-		}
-	}
-	if len(w.Image) > 1024 || strings.ContainsAny(w.Image, " \t\n\r") {
-		bad("workload.image", "an image reference without spaces, at most 1024 characters")
-	}
-	if s.Readiness != (Readiness{}) {
-		r := s.Readiness
-		if err := r.Model().Validate(); err != nil {
-			bad("readiness", "%v", err)
-		}
-		if r.Period != 0 && time.Duration(r.Period) < MinInterval {
-			bad("readiness.period", "at least %v, got %v", MinInterval, time.Duration(r.Period))
-		}
-		if r.Delay > Duration(MaxDeadline) || r.Jitter > Duration(MaxDeadline) || r.Period > Duration(MaxDeadline) {
-			bad("readiness", "delay, jitter and period must be at most %v", MaxDeadline)
-		}
-		if r.PerNode > MaxReplicas {
-			bad("readiness.perNode", "at most %d, got %d", MaxReplicas, r.PerNode)
-		}
-	}
+	validateWorld(s.World, def, bad)
 	if len(s.Faults) > MaxFaults {
 		bad("faults", "at most %d faults, got %d", MaxFaults, len(s.Faults))
 	}
@@ -323,16 +378,90 @@ func (s Scenario) Validate() error {
 			bad(path+".retryAfter", "at most 3600 seconds, got %d", f.RetryAfter)
 		}
 	}
-	in := s.Interference
-	if in.LabelEditsEvery < 0 || in.LabelEditsUntil < 0 || in.PodDeletionsEvery < 0 || in.PodDeletionsUntil < 0 {
-		bad("interference", "durations must not be negative")
+	validateController(s, bad)
+	validateExpectations(s, bad)
+	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 {
+		bad("timing", "durations must not be negative")
 	}
-	if in.LabelEditsEvery > 0 && time.Duration(in.LabelEditsEvery) < MinInterval {
-		bad("interference.labelEditsEvery", "at least %v, got %v", MinInterval, time.Duration(in.LabelEditsEvery))
+	if s.Timing.Deadline > Duration(MaxDeadline) {
+		bad("timing.deadline", "at most %v, got %v", MaxDeadline, time.Duration(s.Timing.Deadline))
 	}
-	if in.PodDeletionsEvery > 0 && time.Duration(in.PodDeletionsEvery) < MinInterval {
-		bad("interference.podDeletionsEvery", "at least %v, got %v", MinInterval, time.Duration(in.PodDeletionsEvery))
+	if d, st := def.Timing.Deadline, def.Timing.Settle; st >= d {
+		bad("timing.settle", "the settle window (%v) must be shorter than the deadline (%v)", time.Duration(st), time.Duration(d))
 	}
+	b := s.Budgets
+	if b.WritesPerObject < 0 || b.Reconciles < 0 {
+		bad("budgets", "must not be negative")
+	}
+	for _, key := range sortedKeys(b.Requests) {
+		if n := b.Requests[key]; n < 0 {
+			bad("budgets.requests."+key, "must not be negative, got %d", n)
+		}
+		verb, resource, _ := strings.Cut(key, " ")
+		if !slices.Contains(chaos.Verbs, verb) {
+			bad("budgets.requests."+key, "unknown verb %q (known: %s)", verb, strings.Join(chaos.Verbs, ", "))
+		}
+		if strings.Contains(resource, " ") || len(resource) > 127 {
+			bad("budgets.requests."+key, "a verb, or a verb and a resource (\"update deployments\")")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validateWorld(w World, def Scenario, bad func(path, format string, args ...any)) {
+	if w.Nodes < 0 || w.Nodes > MaxNodes {
+		bad("world.nodes", "must be within 0..%d, got %d", MaxNodes, w.Nodes)
+	}
+	if r := w.Readiness; r != (Readiness{}) {
+		if err := r.Model().Validate(); err != nil {
+			bad("world.readiness", "%v", err)
+		}
+		if r.Period != 0 && time.Duration(r.Period) < MinInterval {
+			bad("world.readiness.period", "at least %v, got %v", MinInterval, time.Duration(r.Period))
+		}
+		if r.Delay > Duration(MaxDeadline) || r.Jitter > Duration(MaxDeadline) || r.Period > Duration(MaxDeadline) {
+			bad("world.readiness", "delay, jitter and period must be at most %v", MaxDeadline)
+		}
+		if r.PerNode > 1000 {
+			bad("world.readiness.perNode", "at most 1000, got %d", r.PerNode)
+		}
+		if f := r.Fraction; math.IsNaN(f) || math.IsInf(f, 0) {
+			bad("world.readiness.fraction", "must be a finite number")
+		}
+	}
+	if len(w.Interference) > MaxInterference {
+		bad("world.interference", "at most %d, got %d", MaxInterference, len(w.Interference))
+		return
+	}
+	for i, in := range w.Interference {
+		path := fmt.Sprintf("world.interference[%d]", i)
+		if time.Duration(in.Every) < MinInterval {
+			bad(path+".every", "at least %v, got %v", MinInterval, time.Duration(in.Every))
+		}
+		if in.Until < 0 || in.Until > Duration(MaxDeadline) {
+			bad(path+".until", "within 0..%v", MaxDeadline)
+		}
+		if in.Count < 0 {
+			bad(path+".count", "must not be negative, got %d", in.Count)
+		}
+		for _, msg := range in.Select.problems() {
+			bad(path+".select", "%s", msg)
+		}
+		switch {
+		case (in.Set == nil) == !in.Delete:
+			bad(path, "say what the actor does: set or delete, one of them")
+		case in.Set != nil:
+			if _, err := expect.ParsePath(in.Set.Path); err != nil {
+				bad(path+".set.path", "%v", err)
+			}
+			if len(in.Set.Value) > 1024 {
+				bad(path+".set.value", "at most 1024 characters")
+			}
+		}
+	}
+}
+
+func validateController(s Scenario, bad func(path, format string, args ...any)) {
 	c := s.Controller
 	if c.Instances < 0 || c.Instances > MaxInstances {
 		bad("controller.instances", "must be within 0..%d, got %d", MaxInstances, c.Instances)
@@ -346,43 +475,140 @@ func (s Scenario) Validate() error {
 	if len(c.Command) > 0 && len(s.Backends) == 0 {
 		bad("controller.command", "a controller binary needs a server to reach: set backends (envtest, cluster)")
 	}
-	if c.Cooldown < 0 || c.RestartAfter < 0 || c.LeaseDuration < 0 || c.StartAfter < 0 {
+	if c.RestartAfter < 0 || c.LeaseDuration < 0 || c.StartAfter < 0 {
 		bad("controller", "durations must not be negative")
 	}
-	if c.Cooldown > Duration(MaxDeadline) || c.RestartAfter > Duration(MaxDeadline) || c.LeaseDuration > Duration(MaxDeadline) || c.StartAfter > Duration(MaxDeadline) {
+	if c.RestartAfter > Duration(MaxDeadline) || c.LeaseDuration > Duration(MaxDeadline) || c.StartAfter > Duration(MaxDeadline) {
 		bad("controller", "durations must be at most %v", MaxDeadline)
 	}
 	if c.LeaseDuration != 0 && c.LeaseDuration < Duration(time.Second) {
 		bad("controller.leaseDuration", "at least 1s, got %v", time.Duration(c.LeaseDuration))
 	}
-	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 {
-		bad("timing", "durations must not be negative")
+	if len(c.Settings) > MaxSettings {
+		bad("controller.settings", "at most %d, got %d", MaxSettings, len(c.Settings))
 	}
-	if s.Timing.Deadline > Duration(MaxDeadline) {
-		bad("timing.deadline", "at most %v, got %v", MaxDeadline, time.Duration(s.Timing.Deadline))
-	}
-	if d, st := def.Timing.Deadline, def.Timing.Settle; st >= d {
-		bad("timing.settle", "the settle window (%v) must be shorter than the deadline (%v)", time.Duration(st), time.Duration(d))
-	}
-	b := s.Budgets
-	if b.WritesPerDeployment < 0 || b.WriteAmplification < 0 || b.Reconciles < 0 {
-		bad("budgets", "must not be negative")
-	}
-	if math.IsNaN(b.WriteAmplification) || math.IsInf(b.WriteAmplification, 0) {
-		bad("budgets.writeAmplification", "must be a finite number")
-	}
-	for _, verb := range sortedKeys(b.Requests) {
-		if n := b.Requests[verb]; n < 0 {
-			bad("budgets.requests."+verb, "must not be negative, got %d", n)
-		}
-		if !slices.Contains(chaos.Verbs, verb) {
-			bad("budgets.requests."+verb, "unknown verb (known: %s)", strings.Join(chaos.Verbs, ", "))
+	for _, k := range sortedKeys(c.Settings) {
+		if len(k) > 63 || len(c.Settings[k]) > 1024 {
+			bad("controller.settings."+k, "a key of at most 63 characters and a value of at most 1024")
 		}
 	}
-	if f := s.Readiness.Fraction; math.IsNaN(f) || math.IsInf(f, 0) {
-		bad("readiness.fraction", "must be a finite number")
+}
+
+func validateExpectations(s Scenario, bad func(path, format string, args ...any)) {
+	if len(s.Invariants) > MaxInvariants {
+		bad("invariants", "at most %d, got %d", MaxInvariants, len(s.Invariants))
+	} else {
+		seen := map[string]bool{}
+		for i, inv := range s.Invariants {
+			path := fmt.Sprintf("invariants[%d]", i)
+			switch {
+			case len(validation.IsDNS1123Label(inv.Name)) > 0:
+				bad(path+".name", "%q: lower-case words joined by dashes, at most 63 characters", inv.Name)
+			case slices.Contains(BuiltinInvariants, inv.Name):
+				bad(path+".name", "%q is a built-in invariant", inv.Name)
+			case seen[inv.Name]:
+				bad(path+".name", "%q is given twice", inv.Name)
+			}
+			seen[inv.Name] = true
+			for _, msg := range inv.Select.problems() {
+				bad(path+".select", "%s", msg)
+			}
+			if _, err := compileRule(inv.Rule); err != nil {
+				bad(path+".rule", "%v", err)
+			}
+		}
 	}
-	return errors.Join(errs...)
+	if len(s.Writes) > MaxWriteRules {
+		bad("writes", "at most %d, got %d", MaxWriteRules, len(s.Writes))
+	} else {
+		for i, w := range s.Writes {
+			path := fmt.Sprintf("writes[%d]", i)
+			for _, msg := range w.Select.problems() {
+				bad(path+".select", "%s", msg)
+			}
+			for j, v := range w.Verbs {
+				if !slices.Contains(writeVerbs, v) {
+					bad(fmt.Sprintf("%s.verbs[%d]", path, j), "unknown verb %q (%s)", v, strings.Join(writeVerbs, ", "))
+				}
+			}
+			for j, f := range w.Fields {
+				if err := checkField(f); err != nil {
+					bad(fmt.Sprintf("%s.fields[%d]", path, j), "%v", err)
+				}
+			}
+		}
+	}
+	if len(s.Goal.Objects) > MaxExpectations {
+		bad("goal.objects", "at most %d, got %d", MaxExpectations, len(s.Goal.Objects))
+		return
+	}
+	for i, e := range s.Goal.Objects {
+		path := fmt.Sprintf("goal.objects[%d]", i)
+		for _, msg := range e.Select.problems() {
+			bad(path+".select", "%s", msg)
+		}
+		if e.Match == nil && e.Condition == "" && e.Count == nil {
+			bad(path, "say what must hold: match, condition or count")
+		}
+		if e.Condition != "" {
+			if _, err := expect.Compile(e.Condition, false); err != nil {
+				bad(path+".condition", "%v", err)
+			}
+		}
+		if e.Count != nil && (*e.Count < 0 || *e.Count > MaxObjects) {
+			bad(path+".count", "must be within 0..%d", MaxObjects)
+		}
+	}
+	for i, a := range s.Allow {
+		if !slices.Contains(BuiltinInvariants, a) {
+			bad(fmt.Sprintf("allow[%d]", i), "%q is not a built-in invariant (%s)", a, strings.Join(BuiltinInvariants, ", "))
+		}
+	}
+}
+
+// checkField checks a write rule's field: a path, maybe ending in a
+// wildcard (status.*, metadata.annotations["example.com/*"]).
+func checkField(f string) error {
+	switch {
+	case f == "*":
+		return nil
+	case strings.HasSuffix(f, `*"]`):
+		f = strings.TrimSuffix(f, `*"]`) + `"]`
+	case strings.HasSuffix(f, ".*"):
+		f = strings.TrimSuffix(f, ".*")
+	case strings.HasSuffix(f, "*"):
+		f = strings.TrimSuffix(f, "*")
+	}
+	_, err := expect.ParsePath(f)
+	return err
+}
+
+// writeVerbs are the verbs a write rule may name.
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
+
+// compileRule compiles an invariant's rule: as a transition rule when it
+// names oldObject.
+func compileRule(rule string) (*expect.Expression, error) {
+	return expect.Compile(rule, strings.Contains(rule, "oldObject"))
+}
+
+// problems lists what is wrong with a selector.
+func (sel Selector) problems() []string {
+	var out []string
+	if sel.APIVersion == "" || sel.Kind == "" {
+		out = append(out, "apiVersion and kind are required")
+	} else if _, err := schema.ParseGroupVersion(sel.APIVersion); err != nil || len(sel.APIVersion) > 253 || len(sel.Kind) > 63 {
+		out = append(out, fmt.Sprintf("apiVersion %q, kind %q: not a group/version and a kind", sel.APIVersion, sel.Kind))
+	}
+	if sel.Name != "" {
+		if msgs := validation.IsDNS1123Subdomain(sel.Name); len(msgs) > 0 {
+			out = append(out, fmt.Sprintf("name %q: %s", sel.Name, strings.Join(msgs, "; ")))
+		}
+	}
+	if _, err := labels.Parse(sel.Labels); err != nil {
+		out = append(out, fmt.Sprintf("labels: %v", err))
+	}
+	return out
 }
 
 // RunsOnBackends returns the backends the scenario runs on, defaults

@@ -17,8 +17,9 @@ import (
 
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
-	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 var (
@@ -44,7 +45,7 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 
 func TestMain(m *testing.M) {
 	fake.DropErrorBackoff()
-	os.Exit(envtest.Main(m))
+	os.Exit(simtest.Main(m))
 }
 
 // TestScenarios runs every scenario of the catalogue on every backend it
@@ -95,7 +96,7 @@ var fromFile = map[*scenarios.Scenario]string{}
 func loadScenarios(t *testing.T) []*scenarios.Scenario {
 	t.Helper()
 	if len(files) == 0 && *names == "" {
-		all, err := scenarios.Catalogue()
+		all, err := scaler.Catalogue()
 		require.NoError(t, err)
 		return all
 	}
@@ -112,7 +113,7 @@ func loadScenarios(t *testing.T) []*scenarios.Scenario {
 		if n == "" {
 			continue
 		}
-		s, err := scenarios.Lookup(n)
+		s, err := scaler.Lookup(n)
 		require.NoError(t, err)
 		add(s, "the catalogue")
 	}
@@ -132,7 +133,7 @@ func runOne(t *testing.T, s *scenarios.Scenario, backend string, seed uint64) *r
 	t.Helper()
 	limit, stop := scenarios.WallClockLimit(*runTimeout) // outside the bubble: real time
 	defer stop()
-	opts := scenarios.Options{Backend: backend, Seed: seed, Replay: replay(s, backend, seed), RunID: *runID, Limit: limit}
+	opts := scenarios.Options{Backend: backend, Seed: seed, Replay: replay(s, backend, seed), RunID: *runID, Limit: limit, Controller: scaler.For(s)}
 	var res *reports.Result
 	switch backend {
 	case scenarios.Fake:
@@ -140,7 +141,7 @@ func runOne(t *testing.T, s *scenarios.Scenario, backend string, seed uint64) *r
 		synctest.Test(t, func(t *testing.T) { res = scenarios.Run(t.Context(), s, opts) })
 		res.Wall = reports.Duration(time.Since(began)) // the bubble's clock is virtual
 	case scenarios.Envtest:
-		envtest.Require(t)
+		simtest.Require(t)
 		res = scenarios.Run(context.Background(), s, opts)
 	default:
 		t.Skipf("backend %s is run by the converge CLI", backend)
@@ -185,5 +186,5 @@ func runsAlone(s *scenarios.Scenario) bool {
 			return true
 		}
 	}
-	return s.Workload.Deployments >= 100
+	return s.ObjectCount() >= 100
 }

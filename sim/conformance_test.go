@@ -25,10 +25,11 @@ import (
 	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/converge-lab/converge/sim/world"
 )
 
-func TestMain(m *testing.M) { os.Exit(envtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(simtest.Main(m)) }
 
 // onEveryBackend runs body on fake (in a synctest bubble) and on envtest
 // (in real time), each with a world that plays what the backend lacks.
@@ -42,7 +43,7 @@ func onEveryBackend(t *testing.T, model world.Model, body func(t *testing.T, env
 		})
 	})
 	t.Run("envtest", func(t *testing.T) {
-		cp := envtest.Require(t)
+		cp := simtest.Require(t)
 		b, err := envtest.NewBackend(cp, "conformance-")
 		require.NoError(t, err)
 		run(t, b, model, false, body)
@@ -60,7 +61,7 @@ func onEveryBackend(t *testing.T, model world.Model, body func(t *testing.T, env
 // plane for an administrator named user, for the cluster backend.
 func envtestKubeconfig(t *testing.T, user string) string {
 	t.Helper()
-	cp := envtest.Require(t)
+	cp := simtest.Require(t)
 	u, err := cp.AddUser(crenvtest.User{Name: user, Groups: []string{"system:masters"}})
 	require.NoError(t, err)
 	data, err := u.KubeConfig()

@@ -19,6 +19,7 @@ import (
 	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 func TestReadCRDs(t *testing.T) {
@@ -76,7 +77,7 @@ func TestBackendsInstallCRDs(t *testing.T) {
 		})
 	})
 	t.Run("envtest", func(t *testing.T) {
-		cp := envtest.Require(t)
+		cp := simtest.Require(t)
 		b, err := envtest.NewBackendWith(cp, envtest.BackendConfig{Prefix: "crds-", CRDPaths: paths})
 		require.NoError(t, err)
 		check(t, b)

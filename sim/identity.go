@@ -37,10 +37,14 @@ type Identity struct {
 	// skipped). Namespaced ones without a namespace, and ServiceAccount
 	// subjects without one, are put in the run's namespace.
 	RBACPaths []string
+	// RBAC are more such objects, given as values.
+	RBAC []runtime.Object
 }
 
 // IsZero: no identity was given.
-func (id Identity) IsZero() bool { return id.ServiceAccount == "" && len(id.RBACPaths) == 0 }
+func (id Identity) IsZero() bool {
+	return id.ServiceAccount == "" && len(id.RBACPaths) == 0 && len(id.RBAC) == 0
+}
 
 // Validate checks the identity's names and reads its RBAC files, so that a
 // bad one fails before any run.
@@ -51,7 +55,11 @@ func (id Identity) Validate() ([]runtime.Object, error) {
 	if msgs := validation.IsDNS1123Subdomain(id.ServiceAccount); len(msgs) > 0 {
 		return nil, fmt.Errorf("identity: service account %q: %s", id.ServiceAccount, strings.Join(msgs, "; "))
 	}
-	return ReadRBAC(id.RBACPaths...)
+	objs, err := ReadRBAC(id.RBACPaths...)
+	if err != nil {
+		return nil, err
+	}
+	return append(objs, id.RBAC...), nil
 }
 
 // User is the identity's user name and groups in namespace ns, as the API
@@ -82,31 +90,53 @@ func ReadRBAC(paths ...string) ([]runtime.Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("RBAC: %w", err)
 		}
-		for _, d := range docs {
-			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal(d.raw, &tm); err != nil {
-				return nil, fmt.Errorf("RBAC: %s, document %d: %w", f, d.n, err)
-			}
-			var obj runtime.Object
-			switch tm.GroupVersionKind() {
-			case corev1.SchemeGroupVersion.WithKind("ServiceAccount"):
-				obj = &corev1.ServiceAccount{}
-			case rbacv1.SchemeGroupVersion.WithKind("Role"):
-				obj = &rbacv1.Role{}
-			case rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):
-				obj = &rbacv1.ClusterRole{}
-			case rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):
-				obj = &rbacv1.RoleBinding{}
-			case rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):
-				obj = &rbacv1.ClusterRoleBinding{}
-			default:
-				continue
-			}
-			if err := yaml.UnmarshalStrict(d.raw, obj); err != nil {
-				return nil, fmt.Errorf("RBAC: %s, document %d: %w", f, d.n, err)
-			}
-			objs = append(objs, obj)
+		more, err := decodeRBAC(f, docs)
+		if err != nil {
+			return nil, err
 		}
+		objs = append(objs, more...)
+	}
+	return objs, nil
+}
+
+// DecodeRBAC is ReadRBAC of one file's content, named name in errors: for
+// RBAC a program embeds.
+func DecodeRBAC(name string, data []byte) ([]runtime.Object, error) {
+	docs, err := splitDocuments(name, data)
+	if err != nil {
+		return nil, fmt.Errorf("RBAC: %w", err)
+	}
+	return decodeRBAC(name, docs)
+}
+
+// decodeRBAC decodes the ServiceAccounts, Roles, ClusterRoles and bindings
+// of docs, strictly; other kinds are skipped.
+func decodeRBAC(f string, docs []document) ([]runtime.Object, error) {
+	var objs []runtime.Object
+	for _, d := range docs {
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(d.raw, &tm); err != nil {
+			return nil, fmt.Errorf("RBAC: %s, document %d: %w", f, d.n, err)
+		}
+		var obj runtime.Object
+		switch tm.GroupVersionKind() {
+		case corev1.SchemeGroupVersion.WithKind("ServiceAccount"):
+			obj = &corev1.ServiceAccount{}
+		case rbacv1.SchemeGroupVersion.WithKind("Role"):
+			obj = &rbacv1.Role{}
+		case rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):
+			obj = &rbacv1.ClusterRole{}
+		case rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):
+			obj = &rbacv1.RoleBinding{}
+		case rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):
+			obj = &rbacv1.ClusterRoleBinding{}
+		default:
+			continue
+		}
+		if err := yaml.UnmarshalStrict(d.raw, obj); err != nil {
+			return nil, fmt.Errorf("RBAC: %s, document %d: %w", f, d.n, err)
+		}
+		objs = append(objs, obj)
 	}
 	return objs, nil
 }
@@ -232,6 +262,12 @@ func readDocuments(path string) ([]document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return splitDocuments(path, data)
+}
+
+// splitDocuments is data, of the file named path, as its non-empty YAML
+// documents.
+func splitDocuments(path string, data []byte) ([]document, error) {
 	if len(data) > MaxCRDFileSize {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxCRDFileSize)
 	}

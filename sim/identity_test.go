@@ -18,6 +18,7 @@ import (
 	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 func TestReadRBAC(t *testing.T) {
@@ -61,7 +62,7 @@ func TestControllerIdentity(t *testing.T) {
 		})
 	})
 	t.Run("envtest", func(t *testing.T) {
-		cp := envtest.Require(t)
+		cp := simtest.Require(t)
 		b, err := envtest.NewBackendWith(cp, envtest.BackendConfig{Prefix: "identity-", Controller: id})
 		require.NoError(t, err)
 		check(t, b)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/scaler"
 )
 
 // The kit is the controller a developer writes by hand from client-go's
@@ -69,9 +70,10 @@ const workers = 2
 
 // kit is one instance.
 type kit struct {
-	in     scenarios.Instance
-	p      pieces
-	client kubernetes.Interface
+	in       scenarios.Instance
+	cooldown time.Duration
+	p        pieces
+	client   kubernetes.Interface
 
 	factory     informers.SharedInformerFactory
 	deployments appslisters.DeploymentLister
@@ -91,7 +93,11 @@ type kit struct {
 
 // newKit builds an instance with pieces p.
 func newKit(in scenarios.Instance, p pieces) (*kit, error) {
-	k := &kit{in: in, p: p, client: in.Client}
+	cooldown, err := scaler.Cooldown(in.Settings)
+	if err != nil {
+		return nil, err
+	}
+	k := &kit{in: in, p: p, client: in.Client, cooldown: cooldown}
 	k.factory = informers.NewSharedInformerFactoryWithOptions(in.Client, 0, informers.WithNamespace(in.Namespace))
 	d := k.factory.Apps().V1().Deployments()
 	pods := k.factory.Core().V1().Pods()
@@ -336,7 +342,7 @@ func (k *kit) cooldownLeft(d *appsv1.Deployment) time.Duration {
 	if err != nil {
 		return 0
 	}
-	return k.in.Cooldown - time.Since(t)
+	return k.cooldown - time.Since(t)
 }
 
 func readyFromCache(k *kit, _ context.Context, d *appsv1.Deployment) (int32, error) {

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim"
 )
 
 // Mutant is a controller with one classic bug.
@@ -40,6 +43,22 @@ type kitController struct {
 }
 
 func (c kitController) Name() string { return c.name }
+
+// Judge is the scaler's: a mutant is judged as the scaler it imitates.
+func (kitController) Judge() scenarios.Judge { return scaler.NewJudge() }
+
+// Identity is the scaler's RBAC and update on Deployments, which the kit's
+// author grants because one of its writes (blind-write's) is an update: a
+// mutant is caught by what its bug does, not refused before it can act.
+func (kitController) Identity() sim.Identity {
+	id := scaler.Controller{}.Identity()
+	for _, obj := range id.RBAC {
+		if role, ok := obj.(*rbacv1.Role); ok {
+			role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"update"}})
+		}
+	}
+	return id
+}
 
 func (c kitController) New(in scenarios.Instance) (scenarios.Runner, error) {
 	return newKit(in, c.p())

@@ -15,8 +15,9 @@ import (
 
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
-	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/converge-lab/converge/zoo"
 )
 
@@ -30,7 +31,7 @@ var (
 
 func TestMain(m *testing.M) {
 	fake.DropErrorBackoff()
-	os.Exit(envtest.Main(m))
+	os.Exit(simtest.Main(m))
 }
 
 // skipped are catalogue scenarios the zoo leaves out, and why.
@@ -47,7 +48,7 @@ var skipped = map[string]string{
 // every run active in the process (see scenarios), so overlapping runs
 // would share it.
 func TestZoo(t *testing.T) {
-	all, err := scenarios.Catalogue()
+	all, err := scaler.Catalogue()
 	require.NoError(t, err)
 	var catalogue []*scenarios.Scenario
 	for _, s := range all {
@@ -93,10 +94,10 @@ func TestZoo(t *testing.T) {
 	began = time.Now()
 	table.FalseAlarmSeeds = *alarms
 	for _, name := range table.Catching() {
-		s, err := scenarios.Lookup(strings.TrimSuffix(name, "/"+scenarios.Fake))
+		s, err := scaler.Lookup(strings.TrimSuffix(name, "/"+scenarios.Fake))
 		require.NoError(t, err)
 		for seed := uint64(1); seed <= uint64(*alarms); seed++ {
-			res := runFake(t, s, seed, scenarios.Scaler{})
+			res := runFake(t, s, seed, scaler.Controller{})
 			table.FalseAlarmRuns++
 			if !res.Pass {
 				table.FalseAlarms++
@@ -169,11 +170,11 @@ func firstReason(r *reports.Result) string {
 // the scenario that caught it soonest on fake, if that scenario runs there,
 // and the control on the same scenarios.
 func envtestRuns(t *testing.T, table *zoo.Table, mutants []zoo.Mutant) []*reports.Result {
-	envtest.Require(t)
+	simtest.Require(t)
 	var out []*reports.Result
 	scenariosUsed := map[string]bool{}
 	run := func(m zoo.Mutant, name string) {
-		s, err := scenarios.Lookup(name)
+		s, err := scaler.Lookup(name)
 		require.NoError(t, err)
 		if !s.RunsOn(scenarios.Envtest) {
 			return

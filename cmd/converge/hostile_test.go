@@ -27,7 +27,21 @@ func writeFile(t *testing.T, path, data string) string {
 const oneDeployment = `
 name: %s
 catches: nothing; a small scenario for the CLI's tests
-workload: {deployments: 1}
+objects:
+  - count: 1
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web-{{index}}
+        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
+        annotations: {converge.dev/max-replicas: "16"}
+      spec:
+        replicas: 2
+        selector: {matchLabels: {app: "web-{{index}}"}}
+        template:
+          metadata: {labels: {app: "web-{{index}}"}}
+          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
 timing: {deadline: 1m, settle: 10s}
 `
 
@@ -132,7 +146,21 @@ func TestUnfiredFaultFailsTheInvocation(t *testing.T) {
 	file := writeFile(t, filepath.Join(dir, "frob.yaml"), `
 name: frob
 catches: nothing; its fault targets a resource nothing serves
-workload: {deployments: 1}
+objects:
+  - count: 1
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web-{{index}}
+        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
+        annotations: {converge.dev/max-replicas: "16"}
+      spec:
+        replicas: 2
+        selector: {matchLabels: {app: "web-{{index}}"}}
+        template:
+          metadata: {labels: {app: "web-{{index}}"}}
+          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
 faults:
   - {fault: conflict, target: {resource: frobnicators}}
 timing: {deadline: 1m, settle: 10s}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/sim/cluster"
 )
 
@@ -69,7 +70,7 @@ func listCommand(stdout io.Writer) *cobra.Command {
 		Short: "List the catalogue's scenarios",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			all, err := scenarios.Catalogue()
+			all, err := scaler.Catalogue()
 			if err != nil {
 				return err
 			}
@@ -250,7 +251,7 @@ func selectScenarios(args []string) (selection, error) {
 			sel.files = append(sel.files, abs)
 			name, what = s.Name, abs
 		} else {
-			if _, err := scenarios.Lookup(a); err != nil {
+			if _, err := scaler.Lookup(a); err != nil {
 				return sel, usageError{err}
 			}
 			sel.names = append(sel.names, a)
@@ -566,12 +567,13 @@ func runCluster(ctx context.Context, p *plan, stdout io.Writer) error {
 			continue
 		}
 		for _, seed := range p.seedList {
-			b, err := cluster.New(cluster.Config{Kubeconfig: p.kubeconfig, NamespacePrefix: s.Name + "-"})
+			c := scaler.For(s)
+			b, err := cluster.New(cluster.Config{Kubeconfig: p.kubeconfig, NamespacePrefix: s.Name + "-", Controller: scenarios.IdentityOf(c)})
 			if err != nil {
 				return err
 			}
 			limit, stop := scenarios.WallClockLimit(p.runTimeout)
-			res := scenarios.Run(ctx, s, scenarios.Options{Backend: scenarios.Cluster, Seed: seed, SimBackend: b, RunID: p.runID, Limit: limit,
+			res := scenarios.Run(ctx, s, scenarios.Options{Backend: scenarios.Cluster, Seed: seed, SimBackend: b, Controller: c, RunID: p.runID, Limit: limit,
 				Replay: fmt.Sprintf("converge run %s --backend cluster --kubeconfig %s --seeds %d", shellQuote(arg), shellQuote(p.kubeconfig), seed)})
 			stop()
 			if _, err := reports.Write(p.report, res); err != nil {
@@ -597,11 +599,11 @@ func shellQuote(s string) string {
 
 func resolve(sel selection) ([]*scenarios.Scenario, error) {
 	if len(sel.names) == 0 && len(sel.files) == 0 {
-		return scenarios.Catalogue()
+		return scaler.Catalogue()
 	}
 	var out []*scenarios.Scenario
 	for _, n := range sel.names {
-		s, err := scenarios.Lookup(n)
+		s, err := scaler.Lookup(n)
 		if err != nil {
 			return nil, err
 		}
@@ -726,7 +728,7 @@ catalogue or file is needed; --file replays an older result that does not.`,
 					return err
 				}
 			default:
-				if _, err := scenarios.Lookup(old.Scenario); err != nil {
+				if _, err := scaler.Lookup(old.Scenario); err != nil {
 					return usageError{fmt.Errorf("%s holds no scenario and %w; pass its file with --file", args[0], err)}
 				}
 				scenarioArg = old.Scenario

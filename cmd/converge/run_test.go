@@ -94,9 +94,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	require.NoError(t, os.WriteFile(bad, []byte("name: bad\ncatches: x\nworkload: {replcas: 2}\n"), 0o644))
+	require.NoError(t, os.WriteFile(bad, []byte("name: bad\ncatches: x\nworld: {nodez: 2}\n"), 0o644))
 	_, err := run(t, "run", bad)
-	assert.ErrorContains(t, err, "bad.yaml:3: workload.replcas: unknown field")
+	assert.ErrorContains(t, err, "bad.yaml:3: world.nodez: unknown field")
 	assert.Equal(t, 2, exitCode(err))
 }
 
@@ -142,8 +142,22 @@ func TestRunOnFake(t *testing.T) {
 	require.NoError(t, os.WriteFile(failing, []byte(`
 name: too-few-writes
 catches: nothing; its budget cannot be met
-workload: {deployments: 3}
-readiness: {kind: never-ready}
+objects:
+  - count: 3
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web-{{index}}
+        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
+        annotations: {converge.dev/max-replicas: "16"}
+      spec:
+        replicas: 2
+        selector: {matchLabels: {app: "web-{{index}}"}}
+        template:
+          metadata: {labels: {app: "web-{{index}}"}}
+          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
+world: {readiness: {kind: never-ready}}
 timing: {deadline: 2m, settle: 10s}
 budgets: {requests: {patch: 1}}
 `), 0o644))

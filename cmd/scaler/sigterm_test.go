@@ -24,10 +24,10 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/sim"
-	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(envtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(simtest.Main(m)) }
 
 var (
 	buildOnce sync.Once
@@ -142,7 +142,7 @@ func leaseHolder(t *testing.T, env *sim.Env) string {
 // binary's first scale write is a real SIGTERM; the binary exits 0 within
 // its grace with its Lease released, and the exit is in the history.
 func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
-	_, env := envtest.RequireRun(t, "sigterm-")
+	_, env := simtest.RequireRun(t, "sigterm-")
 	const grace = 6 * time.Second
 	p, log := runThroughProxy(t, env, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Terminate(chaos.Target{Verbs: []string{"patch"}, Resource: "deployments", Name: "web"}), When: chaos.When{Nth: 1},
@@ -168,7 +168,7 @@ func TestSIGTERMDrainsAndReleasesTheLease(t *testing.T) {
 // write is a real SIGKILL: the process dies at once, without releasing its
 // Lease.
 func TestBinaryThroughTheFaultProxy(t *testing.T) {
-	_, env := envtest.RequireRun(t, "proxy-")
+	_, env := simtest.RequireRun(t, "proxy-")
 	web := chaos.Target{Verbs: []string{"patch"}, Resource: "deployments", Name: "web"}
 	p, log := runThroughProxy(t, env, chaos.Plan{Injections: []chaos.Injection{
 		{Fault: chaos.Conflict(web), When: chaos.When{Nth: 1}},

@@ -21,10 +21,11 @@ import (
 
 	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/converge-lab/converge/sim/world"
 )
 
-func TestMain(m *testing.M) { os.Exit(envtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(simtest.Main(m)) }
 
 // writeKubeconfig writes an administrator kubeconfig for the envtest control
 // plane: the cluster backend then takes the same path as with kind.
@@ -45,7 +46,7 @@ func writeKubeconfig(t *testing.T, cp *envtest.ControlPlane) string {
 func TestClusterBackendThroughAKubeconfig(t *testing.T) {
 	kubeconfig, schedule := os.Getenv("CONVERGE_CLUSTER_KUBECONFIG"), false
 	if kubeconfig == "" {
-		kubeconfig, schedule = writeKubeconfig(t, envtest.Require(t)), true
+		kubeconfig, schedule = writeKubeconfig(t, simtest.Require(t)), true
 	}
 	b, err := cluster.New(cluster.Config{Kubeconfig: kubeconfig})
 	require.NoError(t, err)

@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
-	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,8 +45,8 @@ type BackendConfig struct {
 	// control plane may use them (see sim.ReadCRDs).
 	CRDPaths []string
 	// Controller is the controller's identity and RBAC, applied in the
-	// run's namespace; ControllerConfig then acts as it. Zero means the
-	// scaler's ServiceAccount and config/'s RBAC.
+	// run's namespace; ControllerConfig then acts as it. Zero means full
+	// rights.
 	Controller sim.Identity
 }
 
@@ -94,7 +92,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		return nil, fmt.Errorf("envtest backend: %w", err)
 	}
 	b.ns, b.observer = ns, observer
-	controllerConfig := b.cp.ScalerConfig()
+	controllerConfig := b.cp.AdminConfig()
 	if !b.id.IsZero() {
 		if err := b.id.ApplyRBAC(ctx, observer, ns, b.rbac); err != nil {
 			return nil, fmt.Errorf("envtest backend: %w", err)
@@ -171,70 +169,19 @@ func SharedWith(ctx context.Context, opts Options) (*ControlPlane, error) {
 	return p.cp, p.err
 }
 
-// Main runs a test binary's tests and stops the shared control planes after
-// them: call it from TestMain as os.Exit(envtest.Main(m)).
-func Main(m *testing.M) int {
-	code := m.Run()
+// StopShared stops the shared control planes (see simtest.Main, which
+// calls it after a test binary's tests).
+func StopShared() error {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
+	var errs []error
 	for _, p := range shared {
 		if p.cp == nil {
 			continue
 		}
 		if err := p.cp.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "envtest: stopping a shared control plane: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
+			errs = append(errs, fmt.Errorf("envtest: stopping a shared control plane: %w", err))
 		}
 	}
-	return code
-}
-
-// Require returns the shared control plane for a test, or ends the test
-// when the binaries are missing: a failure under CI (see Required), a loud
-// skip elsewhere.
-func Require(t testing.TB) *ControlPlane { t.Helper(); return RequireWith(t, Options{}) }
-
-// RequireWith is Require for the shared control plane started with opts.
-func RequireWith(t testing.TB, opts Options) *ControlPlane {
-	t.Helper()
-	cp, err := SharedWith(context.Background(), opts)
-	if err == nil {
-		return cp
-	}
-	if errors.Is(err, ErrNoAssets) && !Required() {
-		t.Skipf("SKIPPED (envtest): %v. Set CI=true or CONVERGE_REQUIRE_ENVTEST=1 to make this a failure.", err)
-	}
-	t.Fatalf("envtest: %v", err)
-	return nil
-}
-
-// RequireRun is Require plus a run on the shared control plane: a Backend
-// with a fresh namespace named prefix plus a suffix, stopped when the test
-// ends.
-func RequireRun(t testing.TB, prefix string) (*ControlPlane, *sim.Env) {
-	t.Helper()
-	return RequireRunWith(t, prefix, Options{})
-}
-
-// RequireRunWith is RequireRun on the shared control plane started with
-// opts.
-func RequireRunWith(t testing.TB, prefix string, opts Options) (*ControlPlane, *sim.Env) {
-	t.Helper()
-	cp := RequireWith(t, opts)
-	b, err := NewBackend(cp, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := b.Start(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.Stop(); err != nil {
-			t.Errorf("stopping the run: %v", err)
-		}
-	})
-	return cp, env
+	return errors.Join(errs...)
 }

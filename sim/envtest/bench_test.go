@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/converge-lab/converge/sim/world"
 )
 
@@ -33,7 +34,7 @@ func BenchmarkBootAndStop(b *testing.B) {
 // BenchmarkRunSetup is what one scenario costs on the shared control plane:
 // a namespace, a world with 3 simulated Nodes, and their removal.
 func BenchmarkRunSetup(b *testing.B) {
-	cp := envtest.Require(b)
+	cp := simtest.Require(b)
 	for b.Loop() {
 		be, err := envtest.NewBackend(cp, "bench-")
 		require.NoError(b, err)

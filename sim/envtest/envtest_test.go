@@ -29,13 +29,14 @@ import (
 
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" && mode != "test-timeout" {
 		os.Exit(leakHelper(mode))
 	}
-	os.Exit(envtest.Main(m))
+	os.Exit(simtest.Main(m))
 }
 
 // TestHelperHangs is the child of the test-timeout case: it starts a control
@@ -69,7 +70,7 @@ func podCount(t *testing.T, c kubernetes.Interface, ns, app string) int {
 }
 
 func TestRealControllersRunDeployments(t *testing.T) {
-	_, env := envtest.RequireRun(t, "")
+	_, env := simtest.RequireRun(t, "")
 	var err error
 	ctx := context.Background()
 	assert.True(t, env.Can.Has("real-controllers"))
@@ -91,7 +92,7 @@ func TestRealControllersRunDeployments(t *testing.T) {
 // with it, unless Stop finishes the pods. When Stop returns, nothing of the
 // run is left for the control plane's controllers to work on.
 func TestStopRemovesTheNamespace(t *testing.T) {
-	cp := envtest.Require(t)
+	cp := simtest.Require(t)
 	b, err := envtest.NewBackend(cp, "stop-")
 	require.NoError(t, err)
 	ctx := t.Context()
@@ -126,10 +127,10 @@ func TestStopRemovesTheNamespace(t *testing.T) {
 // ServiceAccount config/ binds, with leader election: it must be able to do
 // its job, and nothing it does not need.
 func TestScalerRBACIsSufficientAndLeast(t *testing.T) {
-	_, env := envtest.RequireRun(t, "")
+	cp, env := simtest.RequireRun(t, "")
 	ctx := context.Background()
 
-	client, err := kubernetes.NewForConfig(env.ControllerConfig)
+	client, err := kubernetes.NewForConfig(cp.ScalerConfig())
 	require.NoError(t, err)
 	ctl, err := controller.New(controller.Config{
 		Namespace:      env.Namespace, // other runs' Deployments may linger on the shared control plane
@@ -192,7 +193,7 @@ func leakHelper(mode string) int {
 // binary, kills the child (by a panic, then by SIGKILL) and looks for any
 // process that carries the child's marker afterwards.
 func TestNoProcessOutlivesItsTestBinary(t *testing.T) {
-	envtest.Require(t)
+	simtest.Require(t)
 	for _, mode := range []string{"panic", "sigkill", "sigint", "test-timeout"} {
 		t.Run(mode, func(t *testing.T) {
 			marker := fmt.Sprintf("%s-%d", mode, time.Now().UnixNano())
@@ -250,7 +251,7 @@ func marked(marker string) []string {
 // after the restart reaches its cache; kube-controller-manager reconnects
 // too and keeps creating pods.
 func TestAPIServerRestartBreaksAndRestoresWatches(t *testing.T) {
-	_, env := envtest.RequireRun(t, "restart-")
+	_, env := simtest.RequireRun(t, "restart-")
 	ctx := context.Background()
 	require.True(t, env.Can.Has("apiserver-restart"))
 
@@ -297,7 +298,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // revision before the compaction fails. (The API server's watch cache still
 // answers recent resourceVersions itself, so no 410 reaches clients yet.)
 func TestEtcdCompactionCompactsHistory(t *testing.T) {
-	cp, env := envtest.RequireRun(t, "compact-")
+	cp, env := simtest.RequireRun(t, "compact-")
 	ctx := context.Background()
 
 	cms := env.Observer.CoreV1().ConfigMaps(env.Namespace)

@@ -139,6 +139,20 @@ func (b *Backend) NewClient() (*fake.Clientset, error) {
 	return b.newClientLocked(), nil
 }
 
+// NewControllerClient is NewClient acting as the controller's identity:
+// every request is authorized by the RBAC stored for it, as
+// ControllerConfig's are, and refused with the API server's 403. Without
+// an identity it is NewClient.
+func (b *Backend) NewControllerClient() (*fake.Clientset, error) {
+	cs, err := b.NewClient()
+	if err != nil || b.cfg.Controller.IsZero() {
+		return cs, err
+	}
+	name, groups := b.cfg.Controller.User(b.cfg.Namespace)
+	b.store.authorizeActions(cs, user{name: name, groups: groups})
+	return cs, nil
+}
+
 func (b *Backend) newClientLocked() *fake.Clientset {
 	// Not NewClientset: its tracker, which parses the apply schema (a tenth
 	// of a second per process), would go unused.

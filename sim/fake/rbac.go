@@ -9,6 +9,11 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/component-helpers/auth/rbac/validation"
 )
 
@@ -153,4 +158,44 @@ func binds(subjects []rbacv1.Subject, u user, bindingNS string) bool {
 		}
 	}
 	return false
+}
+
+// authorizeActions makes cs's requests act as u: each is authorized, as on
+// the REST door, before the store sees it.
+func (s *store) authorizeActions(cs *fake.Clientset, u user) {
+	authorize := func(a k8stesting.Action) error {
+		verb := a.GetVerb()
+		switch verb {
+		case "delete-collection":
+			verb = "deletecollection"
+		case "get":
+			if _, ok := a.(k8stesting.GetAction); !ok {
+				return nil // the clientset's own discovery
+			}
+		}
+		rq := request{r: s.resourceFor(a.GetResource(), nil), namespace: a.GetNamespace(), subresource: a.GetSubresource()}
+		switch act := a.(type) {
+		case interface{ GetName() string }:
+			rq.name = act.GetName()
+		case k8stesting.CreateAction:
+			if verb == "update" || rq.subresource != "" {
+				if m, err := meta.Accessor(act.GetObject()); err == nil {
+					rq.name = m.GetName()
+				}
+			}
+		}
+		return s.authorize(u, verb, rq)
+	}
+	cs.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if err := authorize(a); err != nil {
+			return true, nil, err
+		}
+		return false, nil, nil
+	})
+	cs.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if err := authorize(a); err != nil {
+			return true, nil, err
+		}
+		return false, nil, nil
+	})
 }

@@ -13,15 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 
-	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(envtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(simtest.Main(m)) }
 
 // TestTableMatchesAPIServer holds the table, and the documents built from
 // it, to a real kube-apiserver of the table's version.
 func TestTableMatchesAPIServer(t *testing.T) {
-	cp := envtest.Require(t)
+	cp := simtest.Require(t)
 
 	for _, legacy := range []bool{false, true} {
 		name := map[bool]string{false: "aggregated", true: "legacy"}[legacy]

@@ -1,0 +1,183 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/converge-lab/converge/sim"
+)
+
+// Manager is a controller-runtime manager as a controller under test: each
+// instance is a manager built on the instance's config (through the fault
+// layer, as the controller's identity), its cache limited to the run's
+// namespace, no metrics or health listener (none may run in virtual time),
+// controller names not checked for uniqueness (instances share a process),
+// and, when the scenario runs several instances, leader election on the
+// instance's Lease, released on cancel. Setup adds the reconcilers.
+//
+// Instances are probed from controller-runtime's metrics, which its
+// registry holds for the whole process: the probe sums the work queues of
+// every controller in it, so managers of runs that overlap in one process
+// see each other's work (the harness runs one run at a time where it
+// judges by the probe).
+type Manager struct {
+	// ControllerName names the controller in results. Empty means
+	// "manager".
+	ControllerName string
+	// Setup adds the controllers to mgr; in is the instance it serves.
+	Setup func(mgr manager.Manager, in Instance) error
+	// Scheme knows the controller's types. Nil means client-go's scheme.
+	Scheme *runtime.Scheme
+	// RBAC is the identity the controller runs as (see Identified). Zero
+	// means full rights.
+	RBAC sim.Identity
+	// Options, when set, adjusts the manager's options after the
+	// harness's.
+	Options func(*manager.Options)
+	// Judge, when set, builds the controller's own checks for each run.
+	NewJudge func() Judge
+}
+
+var (
+	_ Controller = Manager{}
+	_ Identified = Manager{}
+)
+
+// Name is ControllerName.
+func (m Manager) Name() string {
+	if m.ControllerName == "" {
+		return "manager"
+	}
+	return m.ControllerName
+}
+
+// UsesConfig: a manager reaches the API through its config.
+func (Manager) UsesConfig() bool { return true }
+
+// Identity is m.RBAC.
+func (m Manager) Identity() sim.Identity { return m.RBAC }
+
+// Judge builds m's checks, if it has any.
+func (m Manager) Judge() Judge {
+	if m.NewJudge == nil {
+		return nil
+	}
+	return m.NewJudge()
+}
+
+// New builds the instance's manager and sets it up.
+func (m Manager) New(in Instance) (Runner, error) {
+	if m.Setup == nil {
+		return nil, errors.New("manager: Setup is nil")
+	}
+	opts := manager.Options{
+		Scheme:                 m.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{in.Namespace: {}}},
+		Logger:                 klog.Background().WithValues("instance", in.Identity),
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	if le := in.LeaderElection; le != nil {
+		opts.LeaderElection = true
+		opts.LeaderElectionResourceLock = "leases"
+		opts.LeaderElectionNamespace = le.Namespace
+		opts.LeaderElectionID = le.Name
+		opts.LeaderElectionReleaseOnCancel = true
+		opts.LeaseDuration = ptr.To(le.LeaseDuration)
+		opts.RenewDeadline = ptr.To(le.RenewDeadline)
+		opts.RetryPeriod = ptr.To(le.RetryPeriod)
+	}
+	if m.Options != nil {
+		m.Options(&opts)
+	}
+	mgr, err := manager.New(in.Config, opts)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	if err := m.Setup(mgr, in); err != nil {
+		return nil, fmt.Errorf("manager: setup: %w", err)
+	}
+	r := &managerRunner{mgr: mgr, leading: in.LeaderElection == nil}
+	r.base = gather()
+	return r, nil
+}
+
+type managerRunner struct {
+	mgr     manager.Manager
+	leading bool
+	elected atomic.Bool
+	// base is the process's metrics when the instance was built: managers
+	// that ran before it (a run's earlier instances, earlier runs) leave
+	// their queues' gauges where they stopped.
+	base crMetrics
+}
+
+// Run starts the manager until ctx ends.
+func (r *managerRunner) Run(ctx context.Context) error {
+	go func() {
+		select {
+		case <-r.mgr.Elected():
+			r.elected.Store(true)
+		case <-ctx.Done():
+		}
+	}()
+	return r.mgr.Start(ctx)
+}
+
+// Probe reads controller-runtime's metrics (see Manager), less what they
+// held when the instance was built.
+func (r *managerRunner) Probe() Probe {
+	now := gather()
+	return Probe{
+		Leading:    r.leading || r.elected.Load(),
+		QueueDepth: int(max(now.depth-r.base.depth, 0)),
+		Busy:       now.active > r.base.active,
+		Reconciles: int64(max(now.reconciles-r.base.reconciles, 0)),
+		Retries:    int64(max(now.retries-r.base.retries, 0)),
+	}
+}
+
+// crMetrics are controller-runtime's metrics of every controller in the
+// process, summed.
+type crMetrics struct {
+	depth, active, reconciles, retries float64
+}
+
+func gather() crMetrics {
+	var m crMetrics
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return m
+	}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			switch f.GetName() {
+			case "workqueue_depth":
+				m.depth += s.GetGauge().GetValue()
+			case "controller_runtime_active_workers":
+				m.active += s.GetGauge().GetValue()
+			case "controller_runtime_reconcile_total":
+				m.reconciles += s.GetCounter().GetValue()
+			case "workqueue_retries_total":
+				m.retries += s.GetCounter().GetValue()
+			}
+		}
+	}
+	return m
+}

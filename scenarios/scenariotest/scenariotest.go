@@ -1,0 +1,289 @@
+// Package scenariotest runs scenario files against a controller from a
+// go test of its own repository:
+//
+//	func TestScenarios(t *testing.T) {
+//		scenariotest.Run(t, "testdata/scenarios", scenarios.Manager{
+//			ControllerName: "webapp",
+//			Setup: func(mgr manager.Manager, _ scenarios.Instance) error { ... },
+//		})
+//	}
+//
+// Each scenario runs on every backend it names (fake and envtest unless it
+// says otherwise) as a subtest scenario/backend/seed-N, so go test's -run
+// picks one run: on fake inside a testing/synctest bubble, in virtual time;
+// on envtest against a real kube-apiserver, etcd and
+// kube-controller-manager, started for the test and stopped after it,
+// when its binaries are found ($KUBEBUILDER_ASSETS, or `make assets` of
+// converge), and skipped loudly when not (a failure where CI=true or
+// CONVERGE_REQUIRE_ENVTEST=1). A failing run prints why, where its result
+// is, and the command that replays it.
+//
+// Flags (go test ... -args, or after the package): -converge.seeds,
+// -converge.seed, -converge.backends, -converge.report (a folder for every
+// result and the HTML report) and -converge.run-timeout.
+package scenariotest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/sim/envtest"
+)
+
+var (
+	seeds      = flag.Int("converge.seeds", 1, "seeds per scenario and backend")
+	firstSeed  = flag.Uint64("converge.seed", 1, "the first seed")
+	backends   = flag.String("converge.backends", "fake,envtest", "backends to run on (-short: fake only)")
+	reportDir  = flag.String("converge.report", "", "write every result and the HTML report into this folder (failing runs are always written)")
+	runTimeout = flag.Duration("converge.run-timeout", 15*time.Minute, "wall-clock limit of one run")
+)
+
+// Options adjust Run. The zero value runs every scenario as written, one
+// after another.
+type Options struct {
+	// Parallel runs the scenarios side by side. Leave it off for a
+	// controller probed through process-wide state (a controller-runtime
+	// manager's metrics).
+	Parallel bool
+	// Faults also runs every scenario without faults of its own under each
+	// of the fault profiles (scenarios.FaultProfiles), as
+	// <scenario>-<profile>.
+	Faults bool
+	// FaultBackends, when set, are the only backends those runs use (fake
+	// alone keeps them to seconds; on envtest each is a run in real time).
+	FaultBackends []string
+}
+
+// Run runs every scenario file of dir against c (see the package doc).
+func Run(t *testing.T, dir string, c scenarios.Controller, opts ...Options) {
+	t.Helper()
+	list, err := scenarios.LoadDir(dir)
+	if err != nil {
+		t.Fatalf("loading the scenarios of %s: %v", dir, err)
+	}
+	if len(opts) > 0 && opts[0].Faults {
+		n := len(list)
+		if list, err = UnderFaults(list); err != nil {
+			t.Fatal(err)
+		}
+		if only := opts[0].FaultBackends; len(only) > 0 {
+			kept := list[:n:n]
+			for _, u := range list[n:] {
+				s := *u
+				s.Backends = slices.DeleteFunc(s.RunsOnBackends(), func(b string) bool { return !slices.Contains(only, b) })
+				if len(s.Backends) > 0 {
+					kept = append(kept, &s)
+				}
+			}
+			list = kept
+		}
+	}
+	RunScenarios(t, list, func(*scenarios.Scenario) scenarios.Controller { return c }, opts...)
+}
+
+// UnderFaults is list, and each of its scenarios without faults under each
+// fault profile.
+func UnderFaults(list []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
+	profiles, err := scenarios.FaultProfiles()
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(list)
+	for _, s := range list {
+		if len(s.Faults) > 0 {
+			continue
+		}
+		for _, p := range profiles {
+			u, err := s.Under(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// RunScenarios runs list, each against the controller controllerFor gives
+// it.
+func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, opts ...Options) {
+	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if *seeds < 1 || *firstSeed > math.MaxUint64-uint64(*seeds-1) {
+		t.Fatalf("-converge.seed=%d -converge.seeds=%d: the seeds must fit in 0..%d", *firstSeed, *seeds, uint64(math.MaxUint64))
+	}
+	plane := &controlPlane{}
+	t.Cleanup(plane.stop(t))
+	var mu sync.Mutex
+	var results []*reports.Result
+	for _, s := range list {
+		t.Run(s.Name, func(t *testing.T) {
+			if o.Parallel {
+				t.Parallel()
+			}
+			for _, backend := range strings.Split(*backends, ",") {
+				if !s.RunsOn(backend) || (testing.Short() && backend != scenarios.Fake) {
+					continue
+				}
+				t.Run(backend, func(t *testing.T) {
+					for i := range uint64(*seeds) {
+						seed := *firstSeed + i
+						t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+							res := runOne(t, plane, s, controllerFor(s), backend, seed)
+							mu.Lock()
+							results = append(results, res)
+							mu.Unlock()
+						})
+					}
+				})
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if *reportDir == "" || len(results) == 0 {
+			return
+		}
+		index, err := reports.WriteHTML(*reportDir, results, "")
+		if err != nil {
+			t.Errorf("writing the HTML report: %v", err)
+			return
+		}
+		t.Logf("report: %s", index)
+	})
+}
+
+func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenarios.Controller, backend string, seed uint64) *reports.Result {
+	t.Helper()
+	limit, stop := scenarios.WallClockLimit(*runTimeout) // outside the bubble: real time
+	defer stop()
+	opts := scenarios.Options{Backend: backend, Seed: seed, Controller: c, Limit: limit, Replay: replay(t, backend, seed)}
+	var res *reports.Result
+	switch backend {
+	case scenarios.Fake:
+		began := time.Now()
+		synctest.Test(t, func(t *testing.T) { res = scenarios.Run(t.Context(), s, opts) })
+		res.Wall = reports.Duration(time.Since(began)) // the bubble's clock is virtual
+	case scenarios.Envtest:
+		opts.ControlPlane = plane.get(t, s)
+		res = scenarios.Run(context.Background(), s, opts)
+	default:
+		t.Skipf("backend %s: run it with the converge CLI", backend)
+	}
+	dir := *reportDir
+	if dir == "" && !res.Pass {
+		dir = filepath.Join(os.TempDir(), "converge-results")
+	}
+	if dir != "" {
+		path, err := reports.Write(dir, res)
+		if err != nil {
+			t.Errorf("writing the result: %v", err)
+		} else {
+			t.Logf("result: %s (simulated %v, wall %v)", path, time.Duration(res.Simulated), time.Duration(res.Wall).Round(time.Millisecond))
+		}
+	}
+	if !res.Pass {
+		why := slices.Concat(res.Reasons, res.Notes)
+		t.Errorf("%s on %s, seed %d, failed:\n  %s\nreplay: %s", s.Name, backend, seed, strings.Join(why, "\n  "), res.Replay)
+	}
+	if len(res.Unfired) > 0 {
+		t.Errorf("%s on %s, seed %d: never fired: %s (the scenario proves nothing about them)\nreplay: %s", s.Name, backend, seed, strings.Join(res.Unfired, ", "), res.Replay)
+	}
+	return res
+}
+
+// replay is the go test command that runs t again, from the package's
+// folder.
+func replay(t *testing.T, backend string, seed uint64) string {
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + p + "$"
+	}
+	return fmt.Sprintf("go test -count=1 -run '%s' -converge.seed=%d -converge.seeds=1 -converge.backends=%s", strings.Join(parts, "/"), seed, backend)
+}
+
+// controlPlane is the envtest control plane of one Run, started on first
+// use (one without a watch cache for scenarios that compact etcd) and
+// stopped when the test ends.
+type controlPlane struct {
+	mu     sync.Mutex
+	planes map[envtest.Options]*envtest.ControlPlane
+	errs   map[envtest.Options]error
+}
+
+func (p *controlPlane) get(t *testing.T, s *scenarios.Scenario) *envtest.ControlPlane {
+	t.Helper()
+	opts := envtest.Options{NoWatchCache: slices.ContainsFunc(s.Faults, func(f chaos.Spec) bool { return f.Fault == "compaction" })}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.planes == nil {
+		p.planes, p.errs = map[envtest.Options]*envtest.ControlPlane{}, map[envtest.Options]error{}
+	}
+	cp, err := p.planes[opts], p.errs[opts]
+	if cp == nil && err == nil {
+		cp, err = envtest.StartControlPlaneWith(context.Background(), opts)
+		p.planes[opts], p.errs[opts] = cp, err
+	}
+	if err != nil {
+		if errors.Is(err, envtest.ErrNoAssets) && !envtest.Required() {
+			t.Skipf("SKIPPED (envtest): %v. Set CI=true or CONVERGE_REQUIRE_ENVTEST=1 to make this a failure.", err)
+		}
+		t.Fatalf("envtest: %v", err)
+	}
+	return cp
+}
+
+func (p *controlPlane) stop(t *testing.T) func() {
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, cp := range p.planes {
+			if cp == nil {
+				continue
+			}
+			if err := cp.Stop(); err != nil {
+				t.Errorf("stopping the envtest control plane: %v", err)
+			}
+		}
+	}
+}
+
+// Catches runs each scenario of list that runs on fake, seed 1, against c
+// (a controller with a bug, say) and returns, for each run that failed,
+// the scenario's name and the first reason: what caught it.
+func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) []string {
+	t.Helper()
+	var caught []string
+	for _, s := range list {
+		if !s.RunsOn(scenarios.Fake) {
+			continue
+		}
+		var res *reports.Result
+		synctest.Test(t, func(t *testing.T) {
+			res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Controller: c})
+		})
+		if res.Error != "" {
+			t.Fatalf("%s could not be run: %s", s.Name, res.Error)
+		}
+		if !res.Pass {
+			caught = append(caught, s.Name+": "+res.Reasons[0])
+		}
+	}
+	return caught
+}

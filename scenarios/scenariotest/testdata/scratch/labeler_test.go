@@ -1,0 +1,101 @@
+package labeler
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim"
+)
+
+// labeler annotates every ConfigMap labelled team=X with owner=X.
+type labeler struct{}
+
+func (labeler) Name() string { return "labeler" }
+
+// Identity: the ServiceAccount and Role in rbac.yaml.
+func (labeler) Identity() sim.Identity {
+	return sim.Identity{ServiceAccount: "labeler", RBACPaths: []string{"rbac.yaml"}}
+}
+
+func (labeler) New(in scenarios.Instance) (scenarios.Runner, error) { return &runner{in: in}, nil }
+
+type runner struct{ in scenarios.Instance }
+
+func (r *runner) Run(ctx context.Context) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(r.in.Client, 0, informers.WithNamespace(r.in.Namespace))
+	configMaps := factory.Core().V1().ConfigMaps()
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	enqueue := func(obj any) {
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
+		}
+	}
+	if _, err := configMaps.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	defer queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), configMaps.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			key, quit := queue.Get()
+			if quit {
+				return
+			}
+			if err := r.sync(ctx, configMaps.Lister().ConfigMaps(r.in.Namespace), key); err != nil {
+				queue.AddRateLimited(key)
+			} else {
+				queue.Forget(key)
+			}
+			queue.Done(key)
+		}
+	})
+	<-ctx.Done()
+	queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (r *runner) sync(ctx context.Context, lister interface {
+	Get(string) (*corev1.ConfigMap, error)
+}, key string) error {
+	_, name, _ := cache.SplitMetaNamespaceKey(key)
+	cm, err := lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	team := cm.Labels["team"]
+	if team == "" || cm.Annotations["owner"] == team {
+		return nil
+	}
+	cm = cm.DeepCopy()
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations["owner"] = team
+	_, err = r.in.Client.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
+func TestScenarios(t *testing.T) {
+	scenariotest.Run(t, "scenarios", labeler{})
+}
