@@ -1,0 +1,46 @@
+package mirror
+
+// Bug names a classic controller bug that Config.Bug plants, so a scenario
+// can be checked to expose it.
+type Bug string
+
+// The bugs. Each is a small change to the correct code path, marked where
+// it is taken.
+const (
+	// BugNoSourceWatch: no handler links a change of a source ConfigMap to
+	// its Mirrors, so targets keep the old data until something else touches
+	// the Mirror (there is no resync).
+	BugNoSourceWatch Bug = "no-source-watch"
+	// BugOrphanTargets: targets are created without an owner reference and
+	// adopted by name, so the ones a Mirror stops listing are never deleted
+	// and none is garbage collected with the Mirror.
+	BugOrphanTargets Bug = "orphan-targets"
+	// BugStaleStatus: the status counts every target it tried to write as
+	// synced, so it reports Synced=True while a target write failed.
+	BugStaleStatus Bug = "stale-status"
+	// BugRetryNoBackoff: a failed key is put back with Add, not
+	// AddRateLimited: under a persistent error it is retried in a hot loop,
+	// as fast as the client's rate limit lets it.
+	BugRetryNoBackoff Bug = "retry-no-backoff"
+	// BugTombstonePanic: the ConfigMap delete handler type-asserts
+	// *corev1.ConfigMap and panics on a cache.DeletedFinalStateUnknown,
+	// which an informer delivers when it learns of a delete from a relist.
+	BugTombstonePanic Bug = "tombstone-panic"
+)
+
+// BugInfo describes a Bug.
+type BugInfo struct {
+	Name        Bug
+	Description string
+}
+
+// Bugs lists every bug Config.Bug accepts.
+func Bugs() []BugInfo {
+	return []BugInfo{
+		{BugNoSourceWatch, "source ConfigMap changes do not enqueue their Mirrors: targets keep stale data"},
+		{BugOrphanTargets, "targets have no owner reference: removed targets stay, none is garbage collected"},
+		{BugStaleStatus, "status counts attempted target writes as synced: Synced=True while a write failed"},
+		{BugRetryNoBackoff, "failed keys are re-added without rate limiting: a hot retry loop under errors"},
+		{BugTombstonePanic, "the ConfigMap delete handler panics on a DeletedFinalStateUnknown tombstone"},
+	}
+}

@@ -1,0 +1,164 @@
+package mirror_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/examples/mirror"
+	"github.com/converge-lab/converge/examples/mirror/api/v1alpha1"
+)
+
+// exposer runs a scenario against a controller with bug planted (or none)
+// and returns the bug's symptom as seen, or "" when the run was correct.
+type exposer func(t *testing.T, bug mirror.Bug) (symptom string)
+
+// exposers hold a scenario per bug; every bug must have one.
+var exposers = map[mirror.Bug]exposer{
+	mirror.BugNoSourceWatch:  exposeNoSourceWatch,
+	mirror.BugOrphanTargets:  exposeOrphanTargets,
+	mirror.BugStaleStatus:    exposeStaleStatus,
+	mirror.BugRetryNoBackoff: exposeRetryNoBackoff,
+	mirror.BugTombstonePanic: exposeTombstonePanic,
+}
+
+// TestEachBugIsExposed runs each bug's scenario twice: the correct
+// controller must show no symptom, the one with the bug must.
+func TestEachBugIsExposed(t *testing.T) {
+	for _, b := range mirror.Bugs() {
+		expose, ok := exposers[b.Name]
+		require.True(t, ok, "no scenario exposes %s", b.Name)
+		t.Run(string(b.Name), func(t *testing.T) {
+			t.Run("correct", func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					assert.Empty(t, expose(t, ""))
+				})
+			})
+			t.Run("with the bug", func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					symptom := expose(t, b.Name)
+					assert.NotEmpty(t, symptom, "%s went unnoticed", b.Name)
+					t.Log(symptom)
+				})
+			})
+		})
+	}
+}
+
+// synced starts a controller with bug and faults and a Mirror "m" of
+// "settings" into copy-a and copy-b, and waits until both hold its data,
+// the status says so and the controller is idle: what the scenario does
+// next is then the only cause of what follows.
+func synced(t *testing.T, bug mirror.Bug, faults ...chaos.Injection) (*testEnv, *instance) {
+	t.Helper()
+	e := start(t)
+	inst := e.run(mirror.Config{Bug: bug}, faults...)
+	src := e.createConfigMap("settings", blue)
+	e.createMirror("m", "settings", "copy-a", "copy-b")
+	e.waitFor("the targets hold the source's data", e.holds(blue, "copy-a", "copy-b"))
+	e.waitFor("the status reports them", e.reports("m", src.ResourceVersion, 2, metav1.ConditionTrue, v1alpha1.ReasonSynced))
+	e.idle(inst)
+	return e, inst
+}
+
+// failUpdates answers every update of the ConfigMap name with a 500. The
+// targets' creation is not affected.
+func failUpdates(name string) chaos.Injection {
+	return chaos.Injection{Fault: chaos.ServerError(chaos.Target{Verbs: []string{"update"}, Resource: "configmaps", Name: name}, 500, 0)}
+}
+
+func exposeNoSourceWatch(t *testing.T, bug mirror.Bug) string {
+	e, _ := synced(t, bug)
+	e.setData("settings", green)
+	if !eventually(time.Minute, e.holds(green, "copy-a", "copy-b")) {
+		return "a minute after the source changed, the targets still hold its old data"
+	}
+	return ""
+}
+
+func exposeOrphanTargets(t *testing.T, bug mirror.Bug) string {
+	e, _ := synced(t, bug)
+	var symptoms []string
+	e.setTargets("m", "copy-a")
+	if !eventually(time.Minute, e.gone("copy-b")) {
+		symptoms = append(symptoms, "copy-b is still there a minute after the Mirror stopped listing it")
+	}
+	require.NoError(t, e.mirrors.ExamplesV1alpha1().Mirrors(ns).Delete(context.Background(), "m", metav1.DeleteOptions{}))
+	if !eventually(time.Minute, e.gone("copy-a")) {
+		symptoms = append(symptoms, "copy-a outlived its Mirror by a minute")
+	}
+	return strings.Join(symptoms, "; ")
+}
+
+func exposeStaleStatus(t *testing.T, bug mirror.Bug) string {
+	e, _ := synced(t, bug, failUpdates("copy-b"))
+	src := e.setData("settings", green)
+	e.waitFor("the status describes the new source", func() bool {
+		return e.mirror("m").Status.SourceResourceVersion == src.ResourceVersion
+	})
+	m := e.mirror("m")
+	if c := e.syncedCondition("m"); c.Status == metav1.ConditionTrue && !e.holds(green, "copy-b")() {
+		return fmt.Sprintf("status says Synced=True with %d targets synced while copy-b's update fails", m.Status.SyncedTargets)
+	}
+	return ""
+}
+
+func exposeRetryNoBackoff(t *testing.T, bug mirror.Bug) string {
+	e, inst := synced(t, bug, failUpdates("copy-b"))
+	_, _, before := inst.ctl.Probe()
+	e.setData("settings", green)
+	time.Sleep(time.Minute) // the window the retries are counted over
+	_, _, after := inst.ctl.Probe()
+	// Backoff from 5ms doubling fits about 14 tries in a minute; the rest
+	// are events. Without it, only the client's rate limit (5/s) slows the
+	// loop.
+	n := after - before
+	t.Logf("%d reconciles in the minute", n)
+	if n > 60 {
+		return fmt.Sprintf("%d reconciles in a minute of a persistent error", n)
+	}
+	return ""
+}
+
+func exposeTombstonePanic(t *testing.T, bug mirror.Bug) string {
+	// A handler's panic would end the test binary; let client-go recover
+	// it instead and record it. Registered before start, so restored last.
+	var mu sync.Mutex
+	var panics []any
+	reallyCrash, handlers := utilruntime.ReallyCrash, utilruntime.PanicHandlers
+	utilruntime.ReallyCrash = false
+	utilruntime.PanicHandlers = append(handlers[:len(handlers):len(handlers)], func(_ context.Context, r any) {
+		mu.Lock()
+		defer mu.Unlock()
+		panics = append(panics, r)
+	})
+	t.Cleanup(func() { utilruntime.ReallyCrash, utilruntime.PanicHandlers = reallyCrash, handlers })
+
+	// The controller's watch loses copy-a's DELETED event and expires: its
+	// informer learns of the delete from the relist, as a tombstone.
+	e, inst := synced(t, bug, chaos.Injection{Fault: chaos.Tombstone(chaos.Target{Resource: "configmaps", Name: "copy-a"})})
+	require.NoError(t, e.kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), "copy-a", metav1.DeleteOptions{}))
+	recreated := eventually(time.Minute, e.holds(blue, "copy-a"))
+	require.True(t, slices.ContainsFunc(inst.firings.Firings(), func(f chaos.Firing) bool { return f.Fault == "tombstone" }),
+		"the DELETED event was dropped")
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case len(panics) > 0:
+		return fmt.Sprintf("the delete handler panicked: %v", panics[0])
+	case !recreated:
+		return "copy-a was not recreated a minute after its delete"
+	}
+	return ""
+}
