@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -285,4 +287,60 @@ func splitDocuments(path string, data []byte) ([]document, error) {
 			docs = append(docs, document{n, raw})
 		}
 	}
+}
+
+// WaitEffective returns once the API server's authorizer lets the identity
+// do what the first plain rule of its Roles or ClusterRoles grants (asked
+// with a SubjectAccessReview), or after timeout: RBAC reaches the
+// authorizer through its informers a moment after the objects are stored,
+// and a controller started in that moment is refused what it was granted.
+func (id Identity) WaitEffective(ctx context.Context, c kubernetes.Interface, ns string, objs []runtime.Object, timeout time.Duration) error {
+	attrs := firstGrant(objs, ns)
+	if attrs == nil {
+		return nil
+	}
+	user, groups := id.User(ns)
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: attrs}}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		got, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		switch {
+		case err == nil && got.Status.Allowed:
+			return nil
+		case err == nil:
+			last = fmt.Errorf("not allowed yet: %s", got.Status.Reason)
+		default:
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("RBAC: %s may still not %s %s after %v: %w", user, attrs.Verb, attrs.Resource, timeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// firstGrant is what the first rule without wildcards or resource names
+// among objs' Roles and ClusterRoles grants, in ns.
+func firstGrant(objs []runtime.Object, ns string) *authorizationv1.ResourceAttributes {
+	for _, obj := range objs {
+		var rules []rbacv1.PolicyRule
+		switch o := obj.(type) {
+		case *rbacv1.Role:
+			rules = o.Rules
+		case *rbacv1.ClusterRole:
+			rules = o.Rules
+		}
+		for _, r := range rules {
+			if len(r.Verbs) == 0 || len(r.APIGroups) == 0 || len(r.Resources) == 0 || len(r.ResourceNames) > 0 ||
+				r.Verbs[0] == "*" || r.APIGroups[0] == "*" || r.Resources[0] == "*" {
+				continue
+			}
+			resource, sub, _ := strings.Cut(r.Resources[0], "/")
+			return &authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: resource, Subresource: sub}
+		}
+	}
+	return nil
 }

@@ -130,6 +130,9 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		if err := id.ApplyRBAC(ctx, observer, ns, b.rbac); err != nil {
 			return nil, fmt.Errorf("cluster backend: %w", err)
 		}
+		if err := id.WaitEffective(ctx, observer, ns, b.rbac, 30*time.Second); err != nil {
+			return nil, fmt.Errorf("cluster backend: %w", err)
+		}
 		scaler = id.Config(admin, ns)
 	}
 	return &sim.Env{

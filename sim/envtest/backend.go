@@ -97,6 +97,9 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		if err := b.id.ApplyRBAC(ctx, observer, ns, b.rbac); err != nil {
 			return nil, fmt.Errorf("envtest backend: %w", err)
 		}
+		if err := b.id.WaitEffective(ctx, observer, ns, b.rbac, 30*time.Second); err != nil {
+			return nil, fmt.Errorf("envtest backend: %w", err)
+		}
 		controllerConfig = b.id.Config(b.cp.AdminConfig(), ns)
 	}
 	compaction := ""
