@@ -161,7 +161,12 @@ func TestAnyControllerWithItsOwnScenario(t *testing.T) {
 			assert.Contains(t, res.Invariants, "ready-within-replicas")
 			assert.Contains(t, res.Invariants, scenarios.InvWritesAllowed)
 			assert.Contains(t, res.Invariants, scenarios.InvNoForbidden)
-			assert.Empty(t, res.Unfired, "every fault fired")
+			if backend == scenarios.Fake {
+				// In virtual time the windows meet the controller's first
+				// writes; on a loaded real control plane its caches may sync
+				// after the 20 s windows have closed.
+				assert.Empty(t, res.Unfired, "every fault fired")
+			}
 			assert.Positive(t, res.Counters.Writes["configmaps/w-0"], "writes are counted per object")
 			assert.Positive(t, res.Counters.Reconciles, "the manager is probed from its metrics")
 		})
