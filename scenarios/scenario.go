@@ -306,6 +306,20 @@ const (
 	MaxInterference = 20
 )
 
+// CheckName says whether name can name a scenario: it names subtests,
+// result files and namespaces.
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("required")
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("at most %d characters, got %d", MaxNameLength, len(name))
+	case len(validation.IsDNS1123Label(name)) > 0:
+		return fmt.Errorf("%q: use lower-case letters, digits and dashes, starting and ending with a letter or digit", name)
+	}
+	return nil
+}
+
 // Validate checks every field and returns all that is wrong; expressions
 // are compiled, so one that does not compile is named with its position.
 func (s Scenario) Validate() error {
@@ -313,13 +327,8 @@ func (s Scenario) Validate() error {
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, fieldError{path, fmt.Sprintf(format, args...)})
 	}
-	switch {
-	case s.Name == "":
-		bad("name", "required")
-	case len(s.Name) > MaxNameLength:
-		bad("name", "at most %d characters, got %d", MaxNameLength, len(s.Name))
-	case len(validation.IsDNS1123Label(s.Name)) > 0:
-		bad("name", "%q: use lower-case letters, digits and dashes, starting and ending with a letter or digit", s.Name)
+	if err := CheckName(s.Name); err != nil {
+		bad("name", "%s", err)
 	}
 	if s.Catches == "" {
 		bad("catches", "say which broken behaviour this scenario catches")

@@ -86,13 +86,40 @@ func TestSameFaultsComparesPerInstant(t *testing.T) {
 // and its last output, not only as "no result".
 func TestFailingTestBinarySaysWhy(t *testing.T) {
 	dir := t.TempDir()
+	// It cannot even list its scenarios.
 	bin := writeFile(t, filepath.Join(dir, "broken.test"), "#!/bin/sh\necho 'panic: the scenario tests could not start' >&2\nexit 3\n")
 	require.NoError(t, os.Chmod(bin, 0o755))
 	out, err := run(t, "run", "baseline", "--report", filepath.Join(dir, "r"), "--test-binary", bin)
 	require.Error(t, err, out)
 	assert.Contains(t, err.Error(), "exit status 3")
 	assert.Contains(t, err.Error(), "panic: the scenario tests could not start")
+
+	// It lists them, then dies running them.
+	bin = writeFile(t, filepath.Join(dir, "dies.test"), `#!/bin/sh
+for a in "$@"; do
+	if [ "$a" = -converge.list ]; then
+		echo 'converge-scenario: {"test":"TestScenarios","name":"baseline","backends":["fake","envtest"]}'
+		exit 0
+	fi
+done
+echo 'panic: the controller could not start' >&2
+exit 3
+`)
+	require.NoError(t, os.Chmod(bin, 0o755))
+	out, err = run(t, "run", "baseline", "--report", filepath.Join(dir, "r"), "--test-binary", bin)
+	require.Error(t, err, out)
+	assert.Contains(t, err.Error(), "panic: the controller could not start")
 	assert.Contains(t, out, "NO RESULT baseline/fake/seed-1")
+
+	// It lists nothing, or what it lists is not JSON.
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\necho 'ok'\n"), 0o755))
+	out, err = run(t, "run", "--report", filepath.Join(dir, "r"), "--test-binary", bin)
+	require.Error(t, err, out)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, err.Error(), "lists no scenarios under -test.run ^TestScenarios$")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\necho 'converge-scenario: {not json'\n"), 0o755))
+	_, err = run(t, "run", "--report", filepath.Join(dir, "r"), "--test-binary", bin)
+	assert.ErrorContains(t, err, "listed a scenario converge cannot read")
 }
 
 // The report folder: stray JSON files and older results are left alone and
@@ -182,7 +209,7 @@ func TestReplayRunsTheScenarioItHolds(t *testing.T) {
 	before, err := reports.Read(filepath.Join(report, "baseline_fake_3.json"))
 	require.NoError(t, err)
 	assert.Len(t, before.Counters.Needed, 1, "one Deployment")
-	assert.Contains(t, before.Replay, "-scenarios.file=")
+	assert.Contains(t, before.Replay, "-converge.file=")
 	var spec map[string]any
 	require.NoError(t, json.Unmarshal(before.Spec, &spec))
 

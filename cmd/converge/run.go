@@ -26,7 +26,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
-	"github.com/converge-lab/converge/sim/cluster"
+	"github.com/converge-lab/converge/scenarios/scenariotest"
 )
 
 // errFailed: some run failed its verdict (exit 1); usage errors exit 2.
@@ -56,7 +56,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(listCommand(stdout), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout))
+	root.AddCommand(listCommand(ctx, stdout, stderr), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout))
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		return usageError{err}
@@ -64,32 +64,48 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-func listCommand(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+func listCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the catalogue's scenarios",
+		Short: "List the catalogue's scenarios, or those of --package or --test-binary",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			all, err := scaler.Catalogue()
-			if err != nil {
-				return err
+			var listed []scenariotest.Listed
+			if f.pkg == "" && f.testBinary == "" {
+				all, err := scaler.Catalogue()
+				if err != nil {
+					return err
+				}
+				for _, s := range all {
+					l := scenariotest.Listed{Name: s.Name, Backends: s.RunsOnBackends(), Catches: s.Catches}
+					for _, fault := range s.Faults {
+						l.Faults = append(l.Faults, fault.Fault)
+					}
+					listed = append(listed, l)
+				}
+			} else {
+				if f.testBinary != "" && f.pkg != "" {
+					return usageError{errors.New("--test-binary and --package both name the tests; pass one")}
+				}
+				t, err := findTests(ctx, f, stderr)
+				if err != nil {
+					return err
+				}
+				if listed, err = t.list(ctx, nil); err != nil {
+					return err
+				}
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tBACKENDS\tFAULTS\tCATCHES")
-			for _, s := range all {
-				var faults []string
-				for _, f := range s.Faults {
-					faults = append(faults, f.Fault)
-				}
-				backends := s.Backends
-				if len(backends) == 0 {
-					backends = []string{scenarios.Fake, scenarios.Envtest}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, strings.Join(backends, ","), orDash(strings.Join(slices.Compact(faults), ",")), oneLine(s.Catches, 70))
+			for _, l := range listed {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, strings.Join(l.Backends, ","), orDash(strings.Join(slices.Compact(l.Faults), ",")), oneLine(l.Catches, 70))
 			}
 			return tw.Flush()
 		},
 	}
+	f.testFlags(cmd)
+	return cmd
 }
 
 func orDash(s string) string {
@@ -114,7 +130,16 @@ type runFlags struct {
 	junit      string
 	kubeconfig string
 	testBinary string
+	pkg        string
+	testRun    string
 	runTimeout time.Duration
+}
+
+// testFlags are the flags that say which compiled tests run the scenarios.
+func (f *runFlags) testFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.pkg, "package", "", "a Go package whose tests run scenarios through scenariotest (built with go test -c; default: the scaler's catalogue)")
+	cmd.Flags().StringVar(&f.testBinary, "test-binary", "", "a compiled test binary (go test -c) whose tests run scenarios through scenariotest; it runs in the current folder (default: the scaler's catalogue)")
+	cmd.Flags().StringVar(&f.testRun, "test-run", defaultTestRun, "the tests of --package or --test-binary that run scenarios (a go test -run pattern)")
 }
 
 // defaultRunTimeout is the wall-clock limit of one run unless --run-timeout
@@ -125,7 +150,12 @@ func runCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run [SCENARIO | FILE.yaml ...]",
-		Short: "Run scenarios (all of the catalogue by default) on backends with seeds",
+		Short: "Run scenarios (all of the catalogue, or of --package, by default) on backends with seeds",
+		Long: `Run scenarios on backends with seeds. Without --package or --test-binary
+they run against the scaler, from its catalogue; with one of them, against
+the controller of that package's tests (a test that calls scenariotest.Run),
+from its own scenarios. A SCENARIO is a name those tests list; a FILE.yaml
+runs against their controller instead of their own scenarios.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			return runScenarios(ctx, f, args, stdout, stderr)
 		},
@@ -135,7 +165,7 @@ func runCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&f.report, "report", "", "folder for the results (default: a new folder under the system's temp dir); other files in it are left alone")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML here")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster backend")
-	cmd.Flags().StringVar(&f.testBinary, "test-binary", "", "the compiled scenario tests (default: converge-scenarios.test next to this binary, else built with go test -c)")
+	f.testFlags(cmd)
 	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of one run; a run that passes it ends as an error")
 	return cmd
 }
@@ -146,13 +176,16 @@ type plan struct {
 	runFlags
 	seedList []uint64
 	sel      selection
-	list     []*scenarios.Scenario
-	runID    string
+	tests    *tests
+	// own are the tests' own scenarios that run, files those of the
+	// scenario files.
+	own, files []scenariotest.Listed
+	runID      string
 }
 
 // check validates every flag before any run starts, so a mistake costs
-// nothing.
-func (f runFlags) check(args []string) (*plan, error) {
+// nothing, then asks the compiled tests what they would run.
+func (f runFlags) check(ctx context.Context, args []string, stderr io.Writer) (*plan, error) {
 	p := &plan{runFlags: f}
 	var errs []error
 	seeds, err := seedList(f.seeds)
@@ -178,6 +211,12 @@ func (f runFlags) check(args []string) (*plan, error) {
 	if f.runTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--run-timeout must be positive, got %v", f.runTimeout))
 	}
+	if f.testBinary != "" && f.pkg != "" {
+		errs = append(errs, errors.New("--test-binary and --package both name the tests; pass one"))
+	}
+	if _, err := regexp.Compile(f.testRun); err != nil {
+		errs = append(errs, fmt.Errorf("--test-run: %w", err))
+	}
 	if f.testBinary != "" {
 		if st, err := os.Stat(f.testBinary); err != nil {
 			errs = append(errs, fmt.Errorf("--test-binary: %w", err))
@@ -189,9 +228,6 @@ func (f runFlags) check(args []string) (*plan, error) {
 		return nil, usageError{errors.Join(errs...)}
 	}
 	if p.sel, err = selectScenarios(args); err != nil {
-		return nil, err
-	}
-	if p.list, err = resolve(p.sel); err != nil {
 		return nil, err
 	}
 	if p.report == "" {
@@ -213,10 +249,26 @@ func (f runFlags) check(args []string) (*plan, error) {
 		}
 		_ = out.Close()
 	}
+	if p.tests, err = findTests(ctx, f, stderr); err != nil {
+		return nil, err
+	}
+	if len(p.sel.files) == 0 || len(p.sel.names) > 0 {
+		if p.own, err = p.tests.list(ctx, nil); err != nil {
+			return nil, err
+		}
+		if p.own, err = pick(p.own, p.sel.names); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.sel.files) > 0 {
+		if p.files, err = p.tests.list(ctx, p.sel.files); err != nil {
+			return nil, err
+		}
+	}
 	if len(p.expected()) == 0 {
 		var on []string
-		for _, s := range p.list {
-			on = append(on, fmt.Sprintf("%s runs on %s", s.Name, strings.Join(s.RunsOnBackends(), ",")))
+		for _, s := range p.listed() {
+			on = append(on, fmt.Sprintf("%s runs on %s", s.Name, strings.Join(s.Backends, ",")))
 		}
 		return nil, usageError{fmt.Errorf("nothing to run on --backend %s: %s", strings.Join(p.backends, ","), strings.Join(on, "; "))}
 	}
@@ -226,13 +278,36 @@ func (f runFlags) check(args []string) (*plan, error) {
 	return p, nil
 }
 
-// selection is what to run: catalogue names and scenario files.
+// selection is what to run: scenario names and scenario files.
 type selection struct {
 	names []string
 	files []string
 }
 
-// selectScenarios checks the arguments: each a catalogue name or a
+// pick keeps the listed scenarios names names, all of them for none.
+func pick(listed []scenariotest.Listed, names []string) ([]scenariotest.Listed, error) {
+	if len(names) == 0 {
+		return listed, nil
+	}
+	var out []scenariotest.Listed
+	for _, n := range names {
+		i := slices.IndexFunc(listed, func(l scenariotest.Listed) bool { return l.Name == n })
+		if i < 0 {
+			var have []string
+			for _, l := range listed {
+				have = append(have, l.Name)
+			}
+			return nil, usageError{fmt.Errorf("no scenario named %q; there are: %s", n, strings.Join(have, ", "))}
+		}
+		out = append(out, listed[i])
+	}
+	return out, nil
+}
+
+// listed is everything that runs.
+func (p *plan) listed() []scenariotest.Listed { return slices.Concat(p.own, p.files) }
+
+// selectScenarios checks the arguments: each a scenario name or a
 // scenario file, no two runs under one name.
 func selectScenarios(args []string) (selection, error) {
 	var sel selection
@@ -251,11 +326,11 @@ func selectScenarios(args []string) (selection, error) {
 			sel.files = append(sel.files, abs)
 			name, what = s.Name, abs
 		} else {
-			if _, err := scaler.Lookup(a); err != nil {
-				return sel, usageError{err}
+			if err := scenarios.CheckName(a); err != nil {
+				return sel, usageError{fmt.Errorf("scenario name %q: %w", a, err)}
 			}
 			sel.names = append(sel.names, a)
-			name, what = a, "the catalogue"
+			name, what = a, "the tests' own scenarios"
 		}
 		if other, dup := from[name]; dup {
 			return sel, usageError{fmt.Errorf("two scenarios named %q (%s and %s): their results would overwrite each other; rename one", name, other, what)}
@@ -266,24 +341,12 @@ func selectScenarios(args []string) (selection, error) {
 }
 
 func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr io.Writer) error {
-	p, err := f.check(args)
+	p, err := f.check(ctx, args, stderr)
 	if err != nil {
 		return err
 	}
 	began := time.Now()
-	var compiled []string
-	for _, b := range p.backends {
-		if b != scenarios.Cluster {
-			compiled = append(compiled, b)
-		}
-	}
-	var runErr error
-	if len(compiled) > 0 {
-		runErr = runCompiled(ctx, p, compiled, stdout, stderr)
-	}
-	if runErr == nil && slices.Contains(p.backends, scenarios.Cluster) {
-		runErr = runCluster(ctx, p, stdout)
-	}
+	runErr := runCompiled(ctx, p, stdout, stderr)
 	if runErr != nil && ctx.Err() == nil && !errors.As(runErr, new(*childError)) {
 		return runErr
 	}
@@ -308,9 +371,9 @@ func (k runKey) String() string { return fmt.Sprintf("%s/%s/seed-%d", k.scenario
 // expected lists the runs the invocation asked for.
 func (p *plan) expected() []runKey {
 	var out []runKey
-	for _, s := range p.list {
+	for _, s := range p.listed() {
 		for _, b := range p.backends {
-			if !s.RunsOn(b) {
+			if !slices.Contains(s.Backends, b) {
 				continue
 			}
 			for _, seed := range p.seedList {
@@ -375,63 +438,75 @@ func (e *childError) Error() string {
 	return msg
 }
 
-// runCompiled runs the fake and envtest runs through the compiled scenario
-// tests, printing each run as it ends.
-func runCompiled(ctx context.Context, p *plan, backends []string, stdout, stderr io.Writer) error {
-	bin, err := testBinary(ctx, p.testBinary, stderr)
-	if err != nil {
-		return err
-	}
-	pattern := "^TestScenarios$"
-	if len(p.sel.names) > 0 || len(p.sel.files) > 0 {
-		var quoted []string
-		for _, s := range p.list {
-			quoted = append(quoted, regexp.QuoteMeta(s.Name))
-		}
-		pattern += "/^(" + strings.Join(quoted, "|") + ")$"
-	}
+// runCompiled runs the plan through the compiled tests, one process per
+// seed and test, printing each run as it ends.
+func runCompiled(ctx context.Context, p *plan, stdout, stderr io.Writer) error {
 	// The controllers' logs go to a file beside the results.
 	logFile, err := os.OpenFile(filepath.Join(p.report, "scenarios.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
+	type group struct {
+		test  string
+		names []string
+		files bool
+	}
+	var groups []*group
+	add := func(listed []scenariotest.Listed, files bool) {
+		byTest := map[string]*group{}
+		for _, l := range listed {
+			g := byTest[l.Test]
+			if g == nil {
+				g = &group{test: l.Test, files: files}
+				byTest[l.Test] = g
+				groups = append(groups, g)
+			}
+			g.names = append(g.names, l.Name)
+		}
+	}
+	add(p.own, false)
+	add(p.files, true)
 	done := 0
 	var childErrs []error
-	// Each run has its own limit; the process's is a backstop for a hang
-	// outside any run.
-	timeout := p.runTimeout*time.Duration(len(p.list)*len(backends)) + 10*time.Minute
 	for _, seed := range p.seedList {
-		args := []string{"-test.run", pattern, "-test.v", "-test.count=1", "-test.timeout=" + timeout.String(),
-			"-scenarios.seed=" + strconv.FormatUint(seed, 10), "-scenarios.seeds=1",
-			"-scenarios.report=" + p.report, "-scenarios.backends=" + strings.Join(backends, ","),
-			"-scenarios.run-id=" + p.runID, "-scenarios.run-timeout=" + p.runTimeout.String()}
-		for _, file := range p.sel.files {
-			args = append(args, "-scenarios.file="+file)
-		}
-		if len(p.sel.names) > 0 {
-			args = append(args, "-scenarios.names="+strings.Join(p.sel.names, ","))
-		}
-		tail := &tailWriter{max: 20}
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Dir = filepath.Dir(bin)
-		cmd.Stderr = io.MultiWriter(logFile, tail)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		if err := cmd.Start(); err != nil {
-			return &childError{bin: bin, err: err}
-		}
-		done = progress(io.TeeReader(out, io.MultiWriter(logFile, tail)), stdout, done)
-		if err := cmd.Wait(); err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted: %w", ctx.Err())
+		for _, g := range groups {
+			// Each run has its own limit; the process's is a backstop for
+			// a hang outside any run.
+			timeout := p.runTimeout*time.Duration(len(g.names)*len(p.backends)) + 10*time.Minute
+			args := []string{"-test.run", pattern(g.test, g.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String(),
+				"-converge.seed=" + strconv.FormatUint(seed, 10), "-converge.seeds=1",
+				"-converge.report=" + p.report, "-converge.backends=" + strings.Join(p.backends, ","),
+				"-converge.run-id=" + p.runID, "-converge.run-timeout=" + p.runTimeout.String()}
+			if g.files {
+				for _, file := range p.sel.files {
+					args = append(args, "-converge.file="+file)
+				}
 			}
-			// A failed verdict fails its test, and the results say which;
-			// anything else is the process's own failure, told with its
-			// output if no result explains it.
-			childErrs = append(childErrs, &childError{bin: bin, err: err, output: tail.lines})
+			if slices.Contains(p.backends, scenarios.Cluster) {
+				args = append(args, "-converge.kubeconfig="+p.kubeconfig)
+			}
+			tail := &tailWriter{max: 20}
+			cmd := exec.CommandContext(ctx, p.tests.bin, args...)
+			cmd.Dir = p.tests.dir
+			cmd.Stderr = io.MultiWriter(logFile, tail)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				return err
+			}
+			if err := cmd.Start(); err != nil {
+				return &childError{bin: p.tests.bin, err: err}
+			}
+			done = progress(io.TeeReader(out, io.MultiWriter(logFile, tail)), stdout, done)
+			if err := cmd.Wait(); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("interrupted: %w", ctx.Err())
+				}
+				// A failed verdict fails its test, and the results say
+				// which; anything else is the process's own failure, told
+				// with its output if no result explains it.
+				childErrs = append(childErrs, &childError{bin: p.tests.bin, err: err, output: tail.lines})
+			}
 		}
 	}
 	if len(childErrs) > 0 {
@@ -467,7 +542,9 @@ func (w *tailWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-var runLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): TestScenarios/([^/\s]+)/([^/\s]+)/(seed-\d+) \(([^)]*)\)`)
+// runLine is a run's end in go test -v output: TEST/scenario/backend/seed-N,
+// where TEST may hold slashes of its own.
+var runLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): \S+/([^/\s]+)/([^/\s]+)/(seed-\d+) \(([^)]*)\)`)
 
 // maxLine is how much of one output line progress looks at; the rest of a
 // longer line is read and dropped, so the child never blocks on a full pipe.
@@ -504,119 +581,12 @@ func readLine(br *bufio.Reader) (string, error) {
 	return strings.TrimRight(out, "\r\n"), err
 }
 
-// testBinary finds or builds the compiled scenario tests.
-func testBinary(ctx context.Context, flag string, stderr io.Writer) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	if env := os.Getenv("CONVERGE_SCENARIOS_TEST"); env != "" {
-		return env, nil
-	}
-	if self, err := os.Executable(); err == nil {
-		next := filepath.Join(filepath.Dir(self), "converge-scenarios.test")
-		if _, err := os.Stat(next); err == nil {
-			return next, nil
-		}
-	}
-	// Inside the source tree: build it.
-	root, err := moduleRoot()
-	if err != nil {
-		return "", fmt.Errorf("no compiled scenario tests: build them with `make build` (bin/converge-scenarios.test) or pass --test-binary: %w", err)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	out := filepath.Join(cache, "converge", "converge-scenarios.test")
-	fmt.Fprintln(stderr, "building the scenario tests into", out)
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", out, "./scenarios")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the scenario tests: %w", err)
-	}
-	return out, nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(data), "module github.com/converge-lab/converge\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the converge source tree")
-		}
-		dir = parent
-	}
-}
-
-// runCluster runs on a real cluster in this process, in real time.
-func runCluster(ctx context.Context, p *plan, stdout io.Writer) error {
-	for i, s := range p.list {
-		arg := s.Name
-		if j := i - len(p.sel.names); len(p.sel.files) > 0 && j >= 0 {
-			arg = p.sel.files[j] // resolve lists the files after the names
-		}
-		if !s.RunsOn(scenarios.Cluster) {
-			continue
-		}
-		for _, seed := range p.seedList {
-			c := scaler.For(s)
-			b, err := cluster.New(cluster.Config{Kubeconfig: p.kubeconfig, NamespacePrefix: s.Name + "-", Controller: scenarios.IdentityOf(c)})
-			if err != nil {
-				return err
-			}
-			limit, stop := scenarios.WallClockLimit(p.runTimeout)
-			res := scenarios.Run(ctx, s, scenarios.Options{Backend: scenarios.Cluster, Seed: seed, SimBackend: b, Controller: c, RunID: p.runID, Limit: limit,
-				Replay: fmt.Sprintf("converge run %s --backend cluster --kubeconfig %s --seeds %d", shellQuote(arg), shellQuote(p.kubeconfig), seed)})
-			stop()
-			if _, err := reports.Write(p.report, res); err != nil {
-				return err
-			}
-			verdict := "PASS"
-			if !res.Pass {
-				verdict = "FAIL"
-			}
-			fmt.Fprintf(stdout, "      %-4s  %s/cluster/seed-%d  %v\n", verdict, s.Name, seed, time.Duration(res.Wall).Round(time.Millisecond))
-		}
-	}
-	return nil
-}
-
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func resolve(sel selection) ([]*scenarios.Scenario, error) {
-	if len(sel.names) == 0 && len(sel.files) == 0 {
-		return scaler.Catalogue()
-	}
-	var out []*scenarios.Scenario
-	for _, n := range sel.names {
-		s, err := scaler.Lookup(n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	for _, p := range sel.files {
-		s, err := scenarios.Load(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // summarise prints the failures with their replay commands, the runs that
@@ -637,7 +607,7 @@ func summarise(results []*reports.Result, missing []runKey, p *plan, took time.D
 		for _, note := range r.Notes {
 			fmt.Fprintf(stdout, "  note: %s\n", note)
 		}
-		fmt.Fprintf(stdout, "  replay: converge replay %s\n  or:     %s\n", shellQuote(filepath.Join(p.report, r.FileName())), r.Replay)
+		fmt.Fprintf(stdout, "  replay: converge replay %s%s\n  or:     %s\n", shellQuote(filepath.Join(p.report, r.FileName())), p.tests.flag, r.Replay)
 	}
 	for _, r := range results {
 		if len(r.Unfired) > 0 {
@@ -691,14 +661,16 @@ func writeJUnit(path string, results []*reports.Result) error {
 // replayCommand runs a result's scenario again with its backend and seed
 // and says whether the verdict and the fault schedule came out the same.
 func replayCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
-	var file, testBin string
-	var runTimeout time.Duration
+	var file string
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "replay RESULT.json",
 		Short: "Run a result's scenario again with the same backend and seed, and compare",
 		Long: `Run a result's scenario again with the same backend and seed, and compare the
 verdict and the fault schedule. The result holds the scenario it ran, so no
-catalogue or file is needed; --file replays an older result that does not.`,
+catalogue or file is needed; --file replays an older result that does not.
+A run of a controller other than the scaler needs the tests that ran it:
+--package or --test-binary, as converge run had them.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("replay takes one result file, got %d arguments", len(args))}
@@ -711,13 +683,16 @@ catalogue or file is needed; --file replays an older result that does not.`,
 				return usageError{err}
 			}
 			if old.Backend == scenarios.Cluster {
-				return usageError{errors.New("replay a cluster run with converge run --backend cluster")}
+				return usageError{errors.New("replay a cluster run with converge run --backend cluster --kubeconfig")}
 			}
 			dir, err := os.MkdirTemp("", "converge-replay-")
 			if err != nil {
 				return err
 			}
 			var scenarioArg string
+			if old.Controller != "" && old.Controller != "scaler" && f.pkg == "" && f.testBinary == "" {
+				return usageError{fmt.Errorf("%s is a run of controller %q: pass its tests with --package or --test-binary", args[0], old.Controller)}
+			}
 			switch {
 			case file != "":
 				scenarioArg = file
@@ -728,20 +703,18 @@ catalogue or file is needed; --file replays an older result that does not.`,
 					return err
 				}
 			default:
-				if _, err := scaler.Lookup(old.Scenario); err != nil {
-					return usageError{fmt.Errorf("%s holds no scenario and %w; pass its file with --file", args[0], err)}
-				}
+				// An older result: the tests' own scenario of that name.
 				scenarioArg = old.Scenario
 			}
-			f := runFlags{backends: []string{old.Backend}, seeds: strconv.FormatUint(old.Seed, 10), report: filepath.Join(dir, "results"), testBinary: testBin, runTimeout: runTimeout}
-			p, err := f.check([]string{scenarioArg})
+			f.backends, f.seeds, f.report = []string{old.Backend}, strconv.FormatUint(old.Seed, 10), filepath.Join(dir, "results")
+			p, err := f.check(ctx, []string{scenarioArg}, stderr)
 			if err != nil {
 				return err
 			}
-			if p.list[0].Name != old.Scenario {
-				return usageError{fmt.Errorf("%s is scenario %q, the result is of %q", scenarioArg, p.list[0].Name, old.Scenario)}
+			if got := p.listed()[0].Name; got != old.Scenario {
+				return usageError{fmt.Errorf("%s is scenario %q, the result is of %q", scenarioArg, got, old.Scenario)}
 			}
-			runErr := runCompiled(ctx, p, p.backends, stdout, stderr)
+			runErr := runCompiled(ctx, p, stdout, stderr)
 			results, _ := p.collect()
 			if len(results) == 0 {
 				return errors.Join(errors.New("the replay produced no result"), runErr)
@@ -757,8 +730,8 @@ catalogue or file is needed; --file replays an older result that does not.`,
 		},
 	}
 	cmd.Flags().StringVar(&file, "file", "", "the scenario file, for a result that does not hold its scenario")
-	cmd.Flags().StringVar(&testBin, "test-binary", "", "the compiled scenario tests")
-	cmd.Flags().DurationVar(&runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of the run")
+	f.testFlags(cmd)
+	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of the run")
 	return cmd
 }
 

@@ -74,7 +74,13 @@ func TestUsageErrorsExit2(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--seeds", "zero"},
 		{"run", "--backend", "minikube"},
-		{"run", "no-such-scenario"},
+		{"run", "no-such-scenario", "--test-binary", scenarioTests(t)},
+		{"run", "Not_A_Name"},
+		{"run", ""},
+		{"run", "--package", "./nope", "--test-binary", "x.test"},
+		{"run", "--test-run", "("},
+		{"run", "--package", "./no/such/package"},
+		{"list", "--package", "./nope", "--test-binary", "x.test"},
 		{"run", "--nope"},
 		{"frobnicate"},
 		{"replay", "/nonexistent/result.json"},
@@ -87,7 +93,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"run", "baseline", "--test-binary", "/nonexistent/converge-scenarios.test"},
 		{"run", "baseline", "--backend", "cluster"},
 		{"run", "baseline", "--backend", "cluster", "--kubeconfig", "/nonexistent/kubeconfig"},
-		{"run", "throttle-storm", "--backend", "fake"},
+		{"run", "throttle-storm", "--backend", "fake", "--test-binary", scenarioTests(t)},
 	} {
 		_, err := run(t, args...)
 		require.Error(t, err, args)
@@ -170,7 +176,7 @@ budgets: {requests: {patch: 1}}
 	assert.Contains(t, out, "FAIL  too-few-writes/fake/seed-2")
 	assert.Regexp(t, `budget: \d+ patch requests, budget 1`, out)
 	assert.Contains(t, out, "replay: converge replay "+filepath.Join(report, "too-few-writes_fake_2.json"))
-	assert.Contains(t, out, "-scenarios.file='"+failing+"'")
+	assert.Contains(t, out, "-converge.file="+failing)
 	assert.Contains(t, out, "4 runs, 2 failed")
 	assert.Contains(t, out, "report:  "+filepath.Join(report, "index.html"))
 	assert.FileExists(t, filepath.Join(report, "runs", "too-few-writes_fake_2.html"))
@@ -228,4 +234,51 @@ func TestReport(t *testing.T) {
 	_, err = run(t, "report", filepath.Join(parent, "*"))
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	assert.NoDirExists(t, filepath.Join(parent, "*"))
+}
+
+// A user's tests: converge lists and runs the scenarios of a package whose
+// TestScenarios calls scenariotest.Run (the mirror example), runs a file
+// against its controller, and replays its result only with its tests.
+func TestRunAUsersTests(t *testing.T) {
+	pkg := "../../examples/mirror"
+	out, err := run(t, "list", "--package", pkg)
+	require.NoError(t, err, out)
+	assert.Regexp(t, `(?m)^mirror +fake,envtest `, out)
+	assert.Regexp(t, `(?m)^mirror-conflicts +fake +conflict `, out)
+
+	dir := t.TempDir()
+	report := filepath.Join(dir, "r")
+	out, err = run(t, "run", "mirror", "--package", pkg, "--report", report)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "PASS  mirror/fake/seed-1")
+	assert.Contains(t, out, "1 runs, 0 failed")
+	res, err := reports.Read(filepath.Join(report, "mirror_fake_1_mirror.json"))
+	require.NoError(t, err)
+	assert.True(t, res.Pass)
+	assert.Contains(t, res.Replay, "go test ./examples/mirror -count=1 -run '^TestScenarios$/^mirror$/^fake$/^seed-1$'")
+
+	_, err = run(t, "run", "mirrror", "--package", pkg, "--report", report)
+	assert.ErrorContains(t, err, `no scenario named "mirrror"; there are: mirror, `)
+	assert.Equal(t, 2, exitCode(err))
+
+	// A file of the user's runs against their controller, not the scaler.
+	spec, err := os.ReadFile(filepath.Join(pkg, "scenarios", "mirror.yaml"))
+	require.NoError(t, err)
+	crd, err := filepath.Abs(filepath.Join(pkg, "config", "crd", "mirrors.yaml"))
+	require.NoError(t, err)
+	again := strings.Replace(string(spec), "name: mirror\n", "name: again\n", 1)
+	rel, err := filepath.Rel(dir, crd)
+	require.NoError(t, err)
+	again = strings.Replace(again, "../config/crd/mirrors.yaml", rel, 1)
+	file := writeFile(t, filepath.Join(dir, "again.yaml"), again)
+	out, err = run(t, "run", file, "--package", pkg, "--report", report, "--seeds", "2")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "PASS  again/fake/seed-2")
+
+	result := filepath.Join(report, "mirror_fake_1_mirror.json")
+	_, err = run(t, "replay", result)
+	assert.ErrorContains(t, err, `a run of controller "mirror": pass its tests with --package or --test-binary`)
+	out, err = run(t, "replay", result, "--package", pkg)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "replay: pass=true")
 }

@@ -20,17 +20,25 @@
 //
 // Flags (go test ... -args, or after the package): -converge.seeds,
 // -converge.seed, -converge.backends, -converge.report (a folder for every
-// result and the HTML report) and -converge.run-timeout.
+// result and the HTML report), -converge.run-timeout, -converge.file (run
+// this scenario file instead of the test's own scenarios; repeat it),
+// -converge.kubeconfig (a cluster for the cluster backend) and
+// -converge.list (list the scenarios, run nothing). The converge CLI
+// drives a compiled test binary through these flags:
+//
+//	go test -c -o webapp.test ./webapp && converge run --test-binary webapp.test
 package scenariotest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +49,7 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
 )
 
@@ -50,7 +59,36 @@ var (
 	backends   = flag.String("converge.backends", "fake,envtest", "backends to run on (-short: fake only)")
 	reportDir  = flag.String("converge.report", "", "write every result and the HTML report into this folder (failing runs are always written)")
 	runTimeout = flag.Duration("converge.run-timeout", 15*time.Minute, "wall-clock limit of one run")
+	runID      = flag.String("converge.run-id", "", "recorded in every result: the invocation that asked for the run")
+	kubeconfig = flag.String("converge.kubeconfig", "", "kubeconfig of the cluster backend (its runs are skipped without one)")
+	listOnly   = flag.Bool("converge.list", false, "print the scenarios (one "+ListPrefix+" JSON line each) and run nothing")
+	files      fileList
 )
+
+func init() {
+	flag.Var(&files, "converge.file", "run this scenario file instead of the test's own scenarios (repeat for more)")
+}
+
+// fileList is a repeated flag: each path is taken whole, commas and all.
+type fileList []string
+
+func (f *fileList) String() string     { return strings.Join(*f, " ") }
+func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
+
+// ListPrefix starts each line -converge.list prints; a Listed, as JSON,
+// follows it.
+const ListPrefix = "converge-scenario: "
+
+// Listed is one scenario as -converge.list prints it.
+type Listed struct {
+	// Test is the test that runs it (its subtests are
+	// Test/name/backend/seed-N).
+	Test     string   `json:"test"`
+	Name     string   `json:"name"`
+	Backends []string `json:"backends"`
+	Faults   []string `json:"faults,omitempty"`
+	Catches  string   `json:"catches,omitempty"`
+}
 
 // Options adjust Run. The zero value runs every scenario as written, one
 // after another.
@@ -66,11 +104,20 @@ type Options struct {
 	// FaultBackends, when set, are the only backends those runs use (fake
 	// alone keeps them to seconds; on envtest each is a run in real time).
 	FaultBackends []string
+	// SharedControlPlane runs on the test binary's shared envtest control
+	// plane (envtest.Shared; stop it from TestMain with simtest.Main)
+	// rather than on one started for this call and stopped after it: for
+	// a binary whose other tests use that plane too.
+	SharedControlPlane bool
 }
 
 // Run runs every scenario file of dir against c (see the package doc).
 func Run(t *testing.T, dir string, c scenarios.Controller, opts ...Options) {
 	t.Helper()
+	if len(files) > 0 {
+		RunScenarios(t, nil, func(*scenarios.Scenario) scenarios.Controller { return c }, opts...)
+		return
+	}
 	list, err := scenarios.LoadDir(dir)
 	if err != nil {
 		t.Fatalf("loading the scenarios of %s: %v", dir, err)
@@ -119,7 +166,7 @@ func UnderFaults(list []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
 }
 
 // RunScenarios runs list, each against the controller controllerFor gives
-// it.
+// it; with -converge.file, the files' scenarios instead.
 func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, opts ...Options) {
 	t.Helper()
 	var o Options
@@ -129,13 +176,49 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 	if *seeds < 1 || *firstSeed > math.MaxUint64-uint64(*seeds-1) {
 		t.Fatalf("-converge.seed=%d -converge.seeds=%d: the seeds must fit in 0..%d", *firstSeed, *seeds, uint64(math.MaxUint64))
 	}
-	plane := &controlPlane{}
+	fromFile := map[*scenarios.Scenario]string{}
+	if len(files) > 0 {
+		list = nil
+		for _, f := range files {
+			s, err := scenarios.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromFile[s] = f
+			list = append(list, s)
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range list {
+		if seen[s.Name] {
+			t.Fatalf("two scenarios named %q: their subtests and results would be one; rename one", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	if *listOnly {
+		for _, s := range list {
+			l := Listed{Test: t.Name(), Name: s.Name, Backends: s.RunsOnBackends(), Catches: s.Catches}
+			for _, f := range s.Faults {
+				l.Faults = append(l.Faults, f.Fault)
+			}
+			line, err := json.Marshal(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Println(ListPrefix + string(line))
+		}
+		return
+	}
+	plane := &controlPlane{shared: o.SharedControlPlane}
 	t.Cleanup(plane.stop(t))
 	var mu sync.Mutex
 	var results []*reports.Result
 	for _, s := range list {
 		t.Run(s.Name, func(t *testing.T) {
-			if o.Parallel {
+			// Runs share nothing but the envtest control plane, where each
+			// has its own namespace; one that needs it to itself runs
+			// alone, before the others.
+			if o.Parallel && !runsAlone(s) {
 				t.Parallel()
 			}
 			for _, backend := range strings.Split(*backends, ",") {
@@ -146,7 +229,7 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 					for i := range uint64(*seeds) {
 						seed := *firstSeed + i
 						t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-							res := runOne(t, plane, s, controllerFor(s), backend, seed)
+							res := runOne(t, plane, s, controllerFor(s), backend, seed, fromFile[s])
 							mu.Lock()
 							results = append(results, res)
 							mu.Unlock()
@@ -157,7 +240,9 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 		})
 	}
 	t.Cleanup(func() {
-		if *reportDir == "" || len(results) == 0 {
+		// Driven by the converge CLI (a run ID), the CLI writes the
+		// report of the whole invocation.
+		if *reportDir == "" || *runID != "" || len(results) == 0 {
 			return
 		}
 		index, err := reports.WriteHTML(*reportDir, results, "")
@@ -169,11 +254,11 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 	})
 }
 
-func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenarios.Controller, backend string, seed uint64) *reports.Result {
+func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenarios.Controller, backend string, seed uint64, file string) *reports.Result {
 	t.Helper()
 	limit, stop := scenarios.WallClockLimit(*runTimeout) // outside the bubble: real time
 	defer stop()
-	opts := scenarios.Options{Backend: backend, Seed: seed, Controller: c, Limit: limit, Replay: replay(t, backend, seed)}
+	opts := scenarios.Options{Backend: backend, Seed: seed, Controller: c, Limit: limit, RunID: *runID, Replay: replay(t, backend, seed, file)}
 	var res *reports.Result
 	switch backend {
 	case scenarios.Fake:
@@ -183,8 +268,18 @@ func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenario
 	case scenarios.Envtest:
 		opts.ControlPlane = plane.get(t, s)
 		res = scenarios.Run(context.Background(), s, opts)
+	case scenarios.Cluster:
+		if *kubeconfig == "" {
+			t.Skipf("backend cluster: pass -converge.kubeconfig (or converge run --backend cluster --kubeconfig)")
+		}
+		b, err := cluster.New(cluster.Config{Kubeconfig: *kubeconfig, NamespacePrefix: s.Name + "-", Controller: scenarios.IdentityOf(c)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.SimBackend = b
+		res = scenarios.Run(context.Background(), s, opts)
 	default:
-		t.Skipf("backend %s: run it with the converge CLI", backend)
+		t.Fatalf("backend %q: want fake, envtest or cluster", backend)
 	}
 	dir := *reportDir
 	if dir == "" && !res.Pass {
@@ -208,20 +303,85 @@ func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenario
 	return res
 }
 
-// replay is the go test command that runs t again, from the package's
-// folder.
-func replay(t *testing.T, backend string, seed uint64) string {
+// replay is the go test command that runs t again: from the module's
+// root when the test runs inside one, else from the package's folder.
+func replay(t *testing.T, backend string, seed uint64, file string) string {
 	parts := strings.Split(t.Name(), "/")
 	for i, p := range parts {
-		parts[i] = "^" + p + "$"
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
-	return fmt.Sprintf("go test -count=1 -run '%s' -converge.seed=%d -converge.seeds=1 -converge.backends=%s", strings.Join(parts, "/"), seed, backend)
+	cmd := "go test"
+	if pkg := packageFromRoot(); pkg != "" {
+		cmd += " " + pkg
+	}
+	cmd += fmt.Sprintf(" -count=1 -run '%s' -converge.seed=%d -converge.seeds=1 -converge.backends=%s", strings.Join(parts, "/"), seed, backend)
+	if file != "" {
+		if abs, err := filepath.Abs(file); err == nil {
+			file = abs
+		}
+		cmd += " -converge.file=" + shellQuote(file)
+	}
+	if backend == scenarios.Cluster {
+		cmd += " -converge.kubeconfig=" + shellQuote(*kubeconfig)
+	}
+	return cmd
+}
+
+// packageFromRoot is the test's package as a path from its module's root
+// (./scenarios), or "" when it cannot tell.
+func packageFromRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for dir := wd; ; {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			rel, err := filepath.Rel(dir, wd)
+			if err != nil || strings.ContainsAny(rel, " '\"\\$`") {
+				return ""
+			}
+			if rel == "." {
+				return "."
+			}
+			return "./" + filepath.ToSlash(rel)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// runsAlone says whether s needs the envtest control plane to itself: it
+// restarts the API server, or its objects keep kube-controller-manager
+// busy enough to delay the pods of the runs beside it (beside 200
+// Deployments, by up to 40 s).
+func runsAlone(s *scenarios.Scenario) bool {
+	if !s.RunsOn(scenarios.Envtest) {
+		return false
+	}
+	for _, f := range s.Faults {
+		if f.Fault == "apiserver-restart" {
+			return true
+		}
+	}
+	return s.ObjectCount() >= 100
 }
 
 // controlPlane is the envtest control plane of one Run, started on first
 // use (one without a watch cache for scenarios that compact etcd) and
 // stopped when the test ends.
 type controlPlane struct {
+	shared bool
 	mu     sync.Mutex
 	planes map[envtest.Options]*envtest.ControlPlane
 	errs   map[envtest.Options]error
@@ -236,7 +396,10 @@ func (p *controlPlane) get(t *testing.T, s *scenarios.Scenario) *envtest.Control
 		p.planes, p.errs = map[envtest.Options]*envtest.ControlPlane{}, map[envtest.Options]error{}
 	}
 	cp, err := p.planes[opts], p.errs[opts]
-	if cp == nil && err == nil {
+	switch {
+	case p.shared:
+		cp, err = envtest.SharedWith(context.Background(), opts)
+	case cp == nil && err == nil:
 		cp, err = envtest.StartControlPlaneWith(context.Background(), opts)
 		p.planes[opts], p.errs[opts] = cp, err
 	}
