@@ -95,6 +95,12 @@ func overview(r *Result, p *runPage) (chart, error) {
 	for _, d := range deployments {
 		add("deployment "+d, deploymentRow(r, d, end))
 	}
+	objects := chartedObjects(r)
+	p.Shown += len(objects)
+	p.Total += len(seriesObjects(r))
+	for _, o := range objects {
+		add(o, objectRow(r, o, end))
+	}
 
 	// Every row: the same time axis, the fault windows shaded, convergence
 	// and violations marked.
@@ -359,12 +365,68 @@ func charted(r *Result) []string {
 		if broken(a) != broken(b) {
 			return broken(a)
 		}
-		if wa, wb := r.Counters.Writes[a], r.Counters.Writes[b]; wa != wb {
+		if wa, wb := r.Counters.Writes["deployments/"+a], r.Counters.Writes["deployments/"+b]; wa != wb {
 			return wa > wb
 		}
 		return a < b
 	})
 	return names[:min(len(names), maxCharted)]
+}
+
+// seriesObjects are the objects with series (Kind/name), in the order
+// first seen.
+func seriesObjects(r *Result) []string {
+	var out []string
+	for _, s := range r.History.Series {
+		if o := s.Object(); !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// chartedObjects picks the objects whose series get a row: those a
+// violation names first, then in the order first seen, up to maxCharted.
+func chartedObjects(r *Result) []string {
+	objects := seriesObjects(r)
+	broken := func(object string) bool {
+		_, name, _ := strings.Cut(object, "/")
+		return slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Object == name })
+	}
+	sort.SliceStable(objects, func(i, j int) bool { return broken(objects[i]) && !broken(objects[j]) })
+	return objects[:min(len(objects), maxCharted)]
+}
+
+// objectRow draws an object's series: one step line per field.
+func objectRow(r *Result, object string, end float64) *plot.Plot {
+	pl := plot.New()
+	var fields []string
+	i := 0
+	for _, s := range r.History.Series {
+		if s.Object() != object || len(s.Points) == 0 {
+			continue
+		}
+		pts := make(plotter.XYs, 0, len(s.Points)+1)
+		for _, p := range s.Points {
+			pts = append(pts, plotter.XY{X: r.secs(p.At), Y: p.Value})
+		}
+		pts = append(pts, plotter.XY{X: end, Y: pts[len(pts)-1].Y})
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			continue
+		}
+		l.StepStyle = plotter.PostStep
+		l.Color = laneColor(i, 0xff)
+		l.Width = vg.Points(1.4)
+		pl.Add(l)
+		pl.Legend.Add(shorten(s.Field, 40), l)
+		fields = append(fields, s.Field)
+		i++
+	}
+	pl.Title.Text = shorten(object+": "+strings.Join(fields, ", "), 120)
+	pl.Y.Min = math.Min(pl.Y.Min, 0)
+	pl.Y.Max = math.Max(pl.Y.Max, 1) * 1.1
+	return pl
 }
 
 func deploymentRow(r *Result, name string, end float64) *plot.Plot {

@@ -32,7 +32,7 @@ func failingResult() *Result {
 		Invariants: []string{"replicas-within-max", "never-scales-down", "no-panic"},
 		Reasons:    []string{"invariant never-scales-down broken at 12s: 4 -> 3"},
 		Violations: []Violation{{Invariant: "never-scales-down", At: at(12 * time.Second), Object: "deployments/web-1", Request: "patch deployments/web-1 -> 200", Detail: "4 -> 3"}},
-		Counters:   Counters{Writes: map[string]int{"web-0": 1, "web-1": 3}, Needed: map[string]int{"web-0": 1, "web-1": 1}, Faults: 3, Reconciles: 20},
+		Counters:   Counters{Writes: map[string]int{"deployments/web-0": 1, "deployments/web-1": 3}, Needed: map[string]int{"deployments/web-0": 1, "deployments/web-1": 1}, Faults: 3, Reconciles: 20},
 		History: History{
 			Requests: []Request{
 				{At: at(time.Second), Verb: "patch", Resource: "deployments", Name: "web-1", Code: 409},
@@ -132,7 +132,7 @@ func TestChartedPicksViolationsFirst(t *testing.T) {
 	r := failingResult()
 	for i := range 20 {
 		r.History.States = append(r.History.States, State{At: at(0), Deployment: fmt.Sprintf("other-%02d", i), Desired: 1, Max: 4})
-		r.Counters.Writes[fmt.Sprintf("other-%02d", i)] = 10
+		r.Counters.Writes[fmt.Sprintf("deployments/other-%02d", i)] = 10
 	}
 	got := charted(r)
 	require.Len(t, got, maxCharted)
@@ -189,4 +189,30 @@ func TestRunPageShowsPodLagAndNotes(t *testing.T) {
 	require.NoError(t, RenderRun(&run, r, "index.html"))
 	assert.NotContains(t, run.String(), "pods came up")
 	assert.NotContains(t, run.String(), "Note:")
+}
+
+// Any controller's objects are charted from the series of the fields its
+// scenario names: a row per object, the one a violation names first.
+func TestSeriesAreChartedPerObject(t *testing.T) {
+	r := failingResult()
+	r.History.States, r.Counters.Needed = nil, nil
+	for i := range 12 {
+		name := fmt.Sprintf("shop-%02d", i)
+		r.History.Series = append(r.History.Series,
+			Series{Kind: "examples.converge.dev/v1alpha1 WebApp", Name: name, Field: "status.readyReplicas", Points: []Point{{At: at(0), Value: 0}, {At: at(3 * time.Second), Value: 2}}},
+			Series{Kind: "examples.converge.dev/v1alpha1 WebApp", Name: name, Field: "status.conditions[Available]", Points: []Point{{At: at(3 * time.Second), Value: 1}}})
+	}
+	r.Violations = append(r.Violations, Violation{Invariant: "x", At: at(time.Second), Object: "shop-07", Detail: "x"})
+	got := chartedObjects(r)
+	require.Len(t, got, maxCharted)
+	assert.Equal(t, "WebApp/shop-07", got[0], "the object a violation names comes first")
+	assert.Equal(t, "WebApp/shop-00", got[1], "then the first seen")
+
+	p := buildRunPage(r)
+	c, err := overview(r, p)
+	require.NoError(t, err)
+	assert.Contains(t, c.Rows, "WebApp/shop-07")
+	assert.Contains(t, string(c.SVG), "WebApp/shop-07: status.readyReplicas, status.conditions[Available]")
+	assert.Equal(t, maxCharted, p.Shown)
+	assert.Equal(t, 12, p.Total)
 }

@@ -22,9 +22,17 @@ import (
 	"github.com/converge-lab/converge/chaos"
 )
 
-// SchemaVersion is the version of the Result JSON. A reader refuses other
-// major versions.
-const SchemaVersion = "converge.dev/result/v1"
+// SchemaVersion is the version of the Result JSON. Read also reads v1
+// results (SchemaV1) and upgrades them; it refuses any other version.
+//
+// v2 keys objects by kind and name: writes per object as resource/name,
+// and History.Series, the fields a scenario's goal and invariants name,
+// per object over time.
+const SchemaVersion = "converge.dev/result/v2"
+
+// SchemaV1 is the scaler-only schema before v2: writes were keyed by
+// Deployment name, and there were no series.
+const SchemaV1 = "converge.dev/result/v1"
 
 // Result is one run of one scenario on one backend with one seed.
 type Result struct {
@@ -105,8 +113,9 @@ type Counters struct {
 	// RequestsByCode by HTTP status code ("200", "409", ...; "error" for a
 	// refused connection).
 	RequestsByCode map[string]int `json:"requestsByCode"`
-	// Writes are the controller's successful writes per Deployment, Needed
-	// the writes its final state needed (one per replica change).
+	// Writes are the controller's successful writes per object
+	// (resource/name), Needed the writes its final state needed where the
+	// controller's judge can tell (the scaler: one per replica change).
 	Writes map[string]int `json:"writes"`
 	Needed map[string]int `json:"needed"`
 	// Reconciles and Retries of every instance together; -1 when the
@@ -129,6 +138,9 @@ type History struct {
 	Faults   []chaos.Firing `json:"faults"`
 	States   []State        `json:"states"`
 	Samples  []Sample       `json:"samples"`
+	// Series are the fields the scenario's goal and invariants name, per
+	// object, on change: what the report charts for any controller.
+	Series []Series `json:"series,omitempty"`
 	// Log is what the harness did: instances started and stopped,
 	// convergence reached or lost.
 	Log []Entry `json:"log"`
@@ -229,6 +241,32 @@ type Sample struct {
 	Retries    int64     `json:"retries"`
 }
 
+// Series is one field of one object over time, as the observer saw it:
+// a point whenever its value changed. Booleans are 0 and 1, and a
+// condition (status.conditions[Ready]) is 1 while its status is "True".
+type Series struct {
+	// Kind is "apiVersion Kind", as in "apps/v1 Deployment".
+	Kind   string  `json:"kind"`
+	Name   string  `json:"name"`
+	Field  string  `json:"field"`
+	Points []Point `json:"points"`
+}
+
+// Point is one value of a Series.
+type Point struct {
+	At    time.Time `json:"at"`
+	Value float64   `json:"value"`
+}
+
+// Object is "Kind/name", how reports name the object of a series.
+func (s Series) Object() string {
+	kind := s.Kind
+	if i := strings.LastIndexByte(kind, ' '); i >= 0 {
+		kind = kind[i+1:]
+	}
+	return kind + "/" + s.Name
+}
+
 // Entry is one thing the harness did.
 type Entry struct {
 	At   time.Time `json:"at"`
@@ -301,10 +339,31 @@ func Read(path string) (*Result, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("reports: %s: %w", path, err)
 	}
-	if r.Schema != SchemaVersion {
-		return nil, fmt.Errorf("reports: %s: schema %q, this converge reads %q", path, r.Schema, SchemaVersion)
+	switch r.Schema {
+	case SchemaVersion:
+	case SchemaV1:
+		upgradeV1(&r)
+	default:
+		return nil, fmt.Errorf("reports: %s: schema %q, this converge reads %q and %q", path, r.Schema, SchemaVersion, SchemaV1)
 	}
 	return &r, nil
+}
+
+// upgradeV1 reads a v1 result as v2: its writes were keyed by the
+// Deployment's name alone.
+func upgradeV1(r *Result) {
+	rekey := func(m map[string]int) map[string]int {
+		out := make(map[string]int, len(m))
+		for k, v := range m {
+			if !strings.Contains(k, "/") {
+				k = "deployments/" + k
+			}
+			out[k] += v
+		}
+		return out
+	}
+	r.Counters.Writes, r.Counters.Needed = rekey(r.Counters.Writes), rekey(r.Counters.Needed)
+	r.Schema = SchemaVersion
 }
 
 // ReadDir reads every result file (*.json) in dir, sorted by file name. dir

@@ -40,8 +40,22 @@ func TestWriteReadRoundTrip(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"schema":"converge.dev/result/v9"}`), 0o644))
 	all, err := reports.ReadDir(dir)
-	assert.ErrorContains(t, err, `schema "converge.dev/result/v9", this converge reads "converge.dev/result/v1"`)
+	assert.ErrorContains(t, err, `schema "converge.dev/result/v9", this converge reads "converge.dev/result/v2" and "converge.dev/result/v1"`)
 	assert.Len(t, all, 1, "the readable results are still returned")
+}
+
+// A v1 result (the scaler's, writes keyed by Deployment) is read as v2.
+func TestReadsV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"schema": "converge.dev/result/v1", "scenario": "baseline", "backend": "fake", "seed": 1,
+		"counters": {"writes": {"web-0": 2, "deployments/web-1": 1}, "needed": {"web-0": 1}},
+		"history": {"states": [{"at": "2026-01-01T00:00:00Z", "deployment": "web-0", "desired": 2}]}}`), 0o644))
+	r, err := reports.Read(path)
+	require.NoError(t, err)
+	assert.Equal(t, reports.SchemaVersion, r.Schema)
+	assert.Equal(t, map[string]int{"deployments/web-0": 2, "deployments/web-1": 1}, r.Counters.Writes)
+	assert.Equal(t, map[string]int{"deployments/web-0": 1}, r.Counters.Needed)
+	assert.Len(t, r.History.States, 1)
 }
 
 func TestJUnit(t *testing.T) {

@@ -168,6 +168,14 @@ func TestAnyControllerWithItsOwnScenario(t *testing.T) {
 				assert.Empty(t, res.Unfired, "every fault fired")
 			}
 			assert.Positive(t, res.Counters.Writes["configmaps/w-0"], "writes are counted per object")
+			fields := map[string]bool{}
+			for _, se := range res.History.Series {
+				if se.Kind == "example.converge.dev/v1 Widget" && se.Name == "w-0" {
+					fields[se.Field] = len(se.Points) > 0
+				}
+			}
+			assert.Equal(t, map[string]bool{"status.ready": true, "spec.replicas": true, "status.observedGeneration": true, "metadata.generation": true}, fields,
+				"the fields the invariants and goal name are charted per object")
 			assert.Positive(t, res.Counters.Reconciles, "the manager is probed from its metrics")
 		})
 	}

@@ -14,13 +14,14 @@ type history struct {
 	h          reports.History
 	violations []reports.Violation
 	broken     map[string]bool
-	writes     map[string]int // successful writes of the controller per Deployment
+	writes     map[string]int // successful writes of the controller per object (resource/name)
+	series     map[seriesKey]int
 }
 
 var _ chaos.Recorder = (*history)(nil)
 
 func newHistory() *history {
-	return &history{broken: map[string]bool{}, writes: map[string]int{},
+	return &history{broken: map[string]bool{}, writes: map[string]int{}, series: map[seriesKey]int{},
 		h: reports.History{Requests: []reports.Request{}, Events: []reports.WatchEvent{}, Faults: []chaos.Firing{},
 			States: []reports.State{}, Samples: []reports.Sample{}, Log: []reports.Entry{}}}
 }

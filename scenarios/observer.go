@@ -35,6 +35,7 @@ type observer struct {
 	byResource map[string]*kindInfo // by plural resource name
 	invariants []compiledInvariant
 	goals      []compiledExpectation
+	charts     []*charted
 	stopCh     chan struct{}
 
 	mu       sync.Mutex
@@ -96,6 +97,7 @@ func newObserver(r *run) (*observer, error) {
 		c.sel, _ = labels.Parse(e.Select.Labels)
 		o.goals = append(o.goals, c)
 	}
+	o.charts = chartedFields(&r.s)
 	return o, nil
 }
 
@@ -186,6 +188,9 @@ func (o *observer) changed(k *kindInfo, typ string, obj any) {
 	o.mu.Unlock()
 	if typ == "DELETED" {
 		return
+	}
+	if len(o.charts) > 0 {
+		o.r.hist.chart(o.charts, k.gvk.GroupVersion().String()+" "+k.gvk.Kind, u, now)
 	}
 	for _, inv := range o.invariants {
 		if inv.Select.APIVersion != k.gvk.GroupVersion().String() || inv.Select.Kind != k.gvk.Kind || !matches(inv.Select.Name, inv.sel, u) {

@@ -27,8 +27,6 @@ func TestScenarios(t *testing.T) {
 var escapes = map[webapp.Bug]string{
 	webapp.FinalizerEarly: "its children carry owner references, so the garbage collector removes them once the WebApp is gone: " +
 		"the end state is right, and only the order (WebApp gone before its children) shows the bug, which invariants of one object cannot see",
-	webapp.IgnoreConflict: "a pass dropped on a 409 is healed by the next event of the WebApp or its children (the Deployment's status moves as its pods " +
-		"turn ready), and in these scenarios one always comes; catching it takes a conflict on the last pass before a quiet world",
 	webapp.StaleStatus: "it reports Available for a generation before the Deployment runs that generation's config; " +
 		"seeing that takes an invariant across the WebApp and its Deployment",
 }
