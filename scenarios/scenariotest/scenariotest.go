@@ -26,7 +26,7 @@
 // -converge.list (list the scenarios, run nothing). The converge CLI
 // drives a compiled test binary through these flags:
 //
-//	go test -c -o webapp.test ./webapp && converge run --test-binary webapp.test
+//	converge run --package ./webapp --seeds 1-20 --report out/
 package scenariotest
 
 import (
