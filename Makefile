@@ -19,7 +19,7 @@ chaos: build assets ## the scenario catalogue on envtest (a real kube-apiserver,
 
 zoo: assets ## the bug zoo: every mutant against the fake catalogue and on envtest, then the scaler over 200 seeds of each scenario that caught one; writes bin/zoo
 	@rm -rf $(BIN)/zoo && mkdir -p $(BIN)/zoo
-	$(GO) test ./zoo -count=1 -run '^TestZoo$$' -v -timeout 60m -zoo.alarms=200 -zoo.envtest -zoo.report $(CURDIR)/$(BIN)/zoo 2>$(BIN)/zoo/controllers.log
+	$(GO) test ./zoo -count=1 -run '^(TestZoo|TestExamples)$$' -v -timeout 60m -zoo.alarms=200 -zoo.envtest -zoo.report $(CURDIR)/$(BIN)/zoo 2>$(BIN)/zoo/controllers.log
 	@echo "table:  $(BIN)/zoo/zoo.md"
 	@echo "report: $(BIN)/zoo/index.html"
 

@@ -10,4 +10,9 @@
 // kit. `make zoo` runs every mutant against the fake catalogue, then the
 // correct scaler over 200 seeds of every scenario that caught a mutant, and
 // writes the table and an HTML report.
+//
+// The example controllers of examples/ join the zoo with their own
+// mutants (Of): each runs through its example's scenarios, alone and
+// under every fault profile, with the example's correct controller as its
+// control, into a table of its own (TestExamples).
 package zoo

@@ -26,10 +26,20 @@ type Mutant struct {
 	// Bug says what the developer wrote, in a sentence.
 	Bug string
 	p   func() pieces
+	c   scenarios.Controller
 }
 
 // Controller is the mutant as a controller under test.
-func (m Mutant) Controller() scenarios.Controller { return kitController{name: m.Name, p: m.p} }
+func (m Mutant) Controller() scenarios.Controller {
+	if m.c != nil {
+		return m.c
+	}
+	return kitController{name: m.Name, p: m.p}
+}
+
+// Of is a mutant of a controller other than the kit: an example's
+// controller built with one of its bugs (or none, for its control row).
+func Of(name, bug string, c scenarios.Controller) Mutant { return Mutant{Name: name, Bug: bug, c: c} }
 
 // Control is the kit with no bug: the zoo's control row. A scenario the
 // control fails cannot catch anything.

@@ -1,0 +1,121 @@
+package zoo_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-lab/converge/examples/mirror"
+	"github.com/converge-lab/converge/examples/webapp"
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/zoo"
+)
+
+// example is a controller of examples/ with its scenarios and mutants.
+type example struct {
+	name string
+	// dir holds its scenarios; each fault-free one also runs under every
+	// fault profile.
+	dir     string
+	mutants []zoo.Mutant // the control first
+	// escapes are the mutants no scenario catches yet, and why.
+	escapes map[string]string
+}
+
+func examples(t *testing.T) []example {
+	t.Helper()
+	control, err := webapp.UnderTest("")
+	require.NoError(t, err)
+	web := example{name: "webapp", dir: "../examples/webapp/scenarios",
+		mutants: []zoo.Mutant{zoo.Of("control", "none: the operator as it should be", control)},
+		escapes: map[string]string{
+			string(webapp.FinalizerEarly): "its children carry owner references, so the garbage collector removes them once the WebApp is gone: " +
+				"the end state is right, and only the order (WebApp gone before its children) shows the bug, which invariants of one object cannot see",
+			string(webapp.StaleStatus): "it reports Available for a generation before the Deployment runs that generation's config; " +
+				"seeing that takes an invariant across the WebApp and its Deployment",
+		}}
+	for _, b := range webapp.Bugs() {
+		c, err := webapp.UnderTest(b.Name)
+		require.NoError(t, err)
+		web.mutants = append(web.mutants, zoo.Of(string(b.Name), b.Description, c))
+	}
+	mir := example{name: "mirror", dir: "../examples/mirror/scenarios",
+		mutants: []zoo.Mutant{zoo.Of("control", "none: the controller as it should be", mirror.UnderTest{})},
+		escapes: map[string]string{
+			string(mirror.BugStaleStatus): "its status claims Synced while a target write fails, but it retries the failure, so the end state is right; " +
+				"only an invariant across objects (a Mirror's status against its targets' data) sees the lie, and invariants read one object",
+		}}
+	for _, b := range mirror.Bugs() {
+		mir.mutants = append(mir.mutants, zoo.Of(string(b.Name), b.Description, mirror.UnderTest{Bug: b.Name}))
+	}
+	return []example{web, mir}
+}
+
+// TestExamples runs each example controller and its mutants through the
+// example's own scenarios, alone and under every fault profile, on fake:
+// the control must pass every one, each mutant must fail at least one
+// (what caught it goes into the table), and a mutant known to escape must
+// still escape, so that the list of escapes stays true.
+func TestExamples(t *testing.T) {
+	for _, ex := range examples(t) {
+		t.Run(ex.name, func(t *testing.T) {
+			base, err := scenarios.LoadDir(ex.dir)
+			require.NoError(t, err)
+			all, err := scenariotest.UnderFaults(base)
+			require.NoError(t, err)
+			table := zoo.NewTable(ex.mutants)
+			var results []*reports.Result
+			began := time.Now()
+			for _, m := range ex.mutants {
+				for _, s := range all {
+					if !s.RunsOn(scenarios.Fake) {
+						continue
+					}
+					res := runFake(t, s, 1, m.Controller())
+					require.Empty(t, res.Error, "%s could not be run", s.Name)
+					table.Add(m.Name, res)
+					results = append(results, res)
+				}
+			}
+			t.Logf("%d runs in %v", len(results), time.Since(began).Round(time.Millisecond))
+			for _, s := range table.Scenarios {
+				if c := table.Cell("control", s); c != nil && c.Caught > 0 {
+					t.Errorf("the %s control failed %s: %s: %s", ex.name, s, c.Why, c.Reason)
+				}
+			}
+			for _, m := range ex.mutants[1:] {
+				caught := table.CaughtBy(m.Name)
+				if why, ok := ex.escapes[m.Name]; ok {
+					if len(caught) > 0 {
+						t.Errorf("%s/%s is caught now (by %s): take it off the escapes", ex.name, m.Name, strings.Join(caught, ", "))
+					}
+					t.Logf("%s escapes: %s", m.Name, why)
+					continue
+				}
+				if len(caught) == 0 {
+					t.Errorf("mutant %s/%s (%s) escaped every scenario", ex.name, m.Name, m.Bug)
+				}
+			}
+			t.Log("\n" + table.Markdown())
+			if *reportDir != "" {
+				dir := filepath.Join(*reportDir, ex.name)
+				for _, r := range results {
+					_, err := reports.Write(dir, r)
+					require.NoError(t, err)
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(*reportDir, "zoo-"+ex.name+".md"), []byte(table.Markdown()), 0o644))
+				section, err := table.HTML()
+				require.NoError(t, err)
+				index, err := reports.WriteHTML(dir, results, section)
+				require.NoError(t, err)
+				t.Logf("report: %s", index)
+			}
+		})
+	}
+}
