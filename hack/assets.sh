@@ -71,6 +71,9 @@ if ! has_version etcd "etcd Version: ${ETCD_VERSION#v}"; then
 fi
 
 for bin in kube-apiserver kube-controller-manager etcd; do
-	"$dest/$bin" --version | head -1
+	# The whole output is read: head would close the pipe early, and the
+	# SIGPIPE would fail the script under pipefail.
+	version="$("$dest/$bin" --version)"
+	echo "${version%%$'\n'*}"
 done
 echo "assets ready in $dest"
