@@ -158,6 +158,9 @@ type run struct {
 	opts Options
 	res  *reports.Result
 	hist *history
+	// busyPolls counts the goal polls in a row that found an instance
+	// with work (the goal poller's alone).
+	busyPolls int
 
 	env    *sim.Env
 	fakeBE *fake.Backend
