@@ -26,9 +26,8 @@
 // else at hand.
 //
 // What it cannot see: the goroutines of a controller run out of process, or
-// its queue; on a real cluster, what other actors do to the run's objects;
-// a rule across two objects (an invariant reads one object and its previous
-// version). Runs on fake replace client-go's error handlers for the
+// its queue; on a real cluster, what other actors do to the run's objects.
+// Runs on fake replace client-go's error handlers for the
 // process with one that only logs (see Run). A controller-runtime manager
 // is probed through the process's metrics registry, so two managers running
 // at once in one process see each other's queues.

@@ -36,7 +36,13 @@ type observer struct {
 	invariants []compiledInvariant
 	goals      []compiledExpectation
 	charts     []*charted
-	stopCh     chan struct{}
+	// across are the kinds the invariants across objects read; judged
+	// names the resourceVersions at which they were judged.
+	across   []string
+	judgedMu sync.Mutex
+	judged   map[string]bool
+	unjudged int
+	stopCh   chan struct{}
 
 	mu       sync.Mutex
 	latest   map[objectKey]*unstructured.Unstructured
@@ -83,7 +89,11 @@ func newObserver(r *run) (*observer, error) {
 			return nil, fmt.Errorf("invariant %s: %w", inv.Name, err)
 		}
 		sel, _ := labels.Parse(inv.Select.Labels)
-		o.invariants = append(o.invariants, compiledInvariant{Invariant: inv, expr: expr, transition: strings.Contains(inv.Rule, "oldObject"), sel: sel})
+		o.invariants = append(o.invariants, compiledInvariant{Invariant: inv, expr: expr, transition: expr.Transition(), sel: sel})
+		if expr.Across() {
+			o.across = append(o.across, kindsAcross(inv.Rule)...)
+			o.across = append(o.across, inv.Select.Kind)
+		}
 	}
 	for i, e := range r.s.Goal.Objects {
 		c := compiledExpectation{Expectation: e}
@@ -141,8 +151,10 @@ func (o *observer) watch(ctx context.Context, late bool) error {
 		}); err != nil {
 			return err
 		}
+		o.mu.Lock() // kindNamed reads it from the handlers of kinds watched already
 		o.kinds[gvk] = k
 		o.byResource[m.Resource.Resource] = k
+		o.mu.Unlock()
 		added = append(added, k)
 	}
 	if len(added) == 0 {
@@ -186,6 +198,9 @@ func (o *observer) changed(k *kindInfo, typ string, obj any) {
 		o.versions[key] = vs[max(len(vs)-keptVersions, 0):]
 	}
 	o.mu.Unlock()
+	if len(o.across) > 0 {
+		o.judgeAcross(u.GetResourceVersion(), now)
+	}
 	if typ == "DELETED" {
 		return
 	}
@@ -193,6 +208,9 @@ func (o *observer) changed(k *kindInfo, typ string, obj any) {
 		o.r.hist.chart(o.charts, k.gvk.GroupVersion().String()+" "+k.gvk.Kind, u, now)
 	}
 	for _, inv := range o.invariants {
+		if inv.expr.Across() {
+			continue
+		}
 		if inv.Select.APIVersion != k.gvk.GroupVersion().String() || inv.Select.Kind != k.gvk.Kind || !matches(inv.Select.Name, inv.sel, u) {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -150,6 +151,17 @@ type Selector struct {
 // version of the objects it selects. It may read object and, to judge a
 // change, oldObject (the version observed before), as a CRD's transition
 // rules do: a rule that names oldObject is judged on updates only.
+//
+// A rule that names objects is a rule across objects: objects maps each
+// kind the rule names (objects.Deployment or objects['Deployment']; the
+// scenario must watch it) to its objects
+// in the run's namespace as they were at one instant, and the rule is
+// judged of every selected object at every resourceVersion the observer
+// sees, from lists at exactly that resourceVersion: objects of different
+// kinds are seen as the API server held them together, whatever order
+// their informers delivered them in. It costs a list per kind it reads at
+// each change. Two kinds of one name in different groups are one key:
+// the first the scenario names.
 type Invariant struct {
 	Name   string   `json:"name"`
 	Select Selector `json:"select"`
@@ -525,6 +537,11 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 			if _, err := compileRule(inv.Rule); err != nil {
 				bad(path+".rule", "%v", err)
 			}
+			for _, kind := range kindsAcross(inv.Rule) {
+				if !slices.ContainsFunc(s.kinds(), func(gvk schema.GroupVersionKind) bool { return gvk.Kind == kind }) {
+					bad(path+".rule", "objects.%s: the scenario names no kind %s (in its objects or selectors), so none is watched", kind, kind)
+				}
+			}
 		}
 	}
 	if len(s.Writes) > MaxWriteRules {
@@ -598,7 +615,32 @@ var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollecti
 // compileRule compiles an invariant's rule: as a transition rule when it
 // names oldObject.
 func compileRule(rule string) (*expect.Expression, error) {
-	return expect.Compile(rule, strings.Contains(rule, "oldObject"))
+	transition, across := transitionRule.MatchString(rule), acrossRule.MatchString(rule)
+	switch {
+	case transition && across:
+		return nil, errors.New("a rule reads oldObject (a change of one object) or objects (several at one instant), not both")
+	case across:
+		return expect.CompileAcross(rule)
+	}
+	return expect.Compile(rule, transition)
+}
+
+var (
+	transitionRule = regexp.MustCompile(`\boldObject\b`)
+	acrossRule     = regexp.MustCompile(`\bobjects\b`)
+	// acrossKind finds objects.Kind and objects['Kind'].
+	acrossKind = regexp.MustCompile(`\bobjects\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['"]([^'"]+)['"]\s*\])`)
+)
+
+// kindsAcross lists the kinds a rule across objects reads.
+func kindsAcross(rule string) []string {
+	var out []string
+	for _, m := range acrossKind.FindAllStringSubmatch(rule, -1) {
+		if k := m[1] + m[2]; !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // problems lists what is wrong with a selector.

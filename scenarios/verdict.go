@@ -83,6 +83,11 @@ func (r *run) verdict() {
 	if r.identity().IsZero() {
 		res.Notes = append(res.Notes, "the controller ran with full rights: it declares no RBAC (implement scenarios.Identified), so a request a real cluster would refuse went through")
 	}
+	if r.obs != nil {
+		if judged, unjudged := r.obs.acrossCounts(); unjudged > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("invariants across objects went unjudged at %d of %d instants: the API server could not list them as they were then (see the log)", unjudged, judged))
+		}
+	}
 	if lag := time.Duration(c.PodLag); !res.Pass && lag >= slowPods {
 		res.Notes = append(res.Notes, fmt.Sprintf("a Deployment waited %v for the pods it asked for: the %s backend was slow to create them, and the scenario's timings may not have left room for that", lag.Round(100*time.Millisecond), r.opts.Backend))
 	}

@@ -46,17 +46,19 @@ var missingPrefixes = []string{"no such key", "no such attribute", "no such fiel
 // The environments are built once: building one takes milliseconds, and
 // compiling against a shared one is safe.
 var (
-	objectEnv     = sync.OnceValues(func() (*cel.Env, error) { return newEnv(false) })
-	transitionEnv = sync.OnceValues(func() (*cel.Env, error) { return newEnv(true) })
+	objectEnv     = sync.OnceValues(func() (*cel.Env, error) { return newEnv("") })
+	transitionEnv = sync.OnceValues(func() (*cel.Env, error) { return newEnv("oldObject") })
+	acrossEnv     = sync.OnceValues(func() (*cel.Env, error) { return newEnv("objects") })
 )
 
 // newEnv builds the environment of Kubernetes CRD validation rules with
-// object, and with oldObject for a transition rule, both dyn: there is no
-// schema to type them.
-func newEnv(transition bool) (*cel.Env, error) {
+// object, and with another variable: oldObject for a transition rule,
+// objects for a rule across objects; all dyn, as there is no schema to
+// type them.
+func newEnv(another string) (*cel.Env, error) {
 	vars := []cel.EnvOption{cel.Variable("object", cel.DynType)}
-	if transition {
-		vars = append(vars, cel.Variable("oldObject", cel.DynType))
+	if another != "" {
+		vars = append(vars, cel.Variable(another, cel.DynType))
 	}
 	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(
 		environment.VersionedOptions{IntroducedVersion: version.MajorMinor(1, 0), EnvOptions: vars},
@@ -74,6 +76,7 @@ type Expression struct {
 	Source string
 
 	transition bool
+	across     bool
 	ast        *cel.Ast
 	program    cel.Program
 	// loops: e has comprehensions, which a limit may have to end.
@@ -105,6 +108,20 @@ func (e *CompileError) Error() string {
 // and a result the checker knows is not bool (or dyn, checked at Eval) are
 // *CompileError.
 func Compile(src string, transition bool) (*Expression, error) {
+	if transition {
+		return compileExpr(src, transitionEnv, func(e *Expression) { e.transition = true })
+	}
+	return compileExpr(src, objectEnv, nil)
+}
+
+// CompileAcross compiles src, a CEL expression over object and objects
+// (the objects of each kind at the same instant, by kind: objects.WebApp
+// is a list) that evaluates to bool. Evaluate it with EvalAcross.
+func CompileAcross(src string) (*Expression, error) {
+	return compileExpr(src, acrossEnv, func(e *Expression) { e.across = true })
+}
+
+func compileExpr(src string, envOf func() (*cel.Env, error), mark func(*Expression)) (*Expression, error) {
 	oneLine := !strings.Contains(src, "\n")
 	if strings.TrimSpace(src) == "" {
 		return nil, &CompileError{Line: 1, Column: 1, Message: "empty expression", oneLine: oneLine}
@@ -112,10 +129,7 @@ func Compile(src string, transition bool) (*Expression, error) {
 	if len(src) > MaxExpressionLength {
 		return nil, &CompileError{Line: 1, Column: 1, Message: fmt.Sprintf("%d bytes long, more than %d", len(src), MaxExpressionLength), oneLine: oneLine}
 	}
-	env, err := objectEnv()
-	if transition {
-		env, err = transitionEnv()
-	}
+	env, err := envOf()
 	if err != nil {
 		return nil, fmt.Errorf("CEL environment: %w", err)
 	}
@@ -137,16 +151,19 @@ func Compile(src string, transition bool) (*Expression, error) {
 		line, col := startOf(src)
 		return nil, &CompileError{Line: line, Column: col, Message: err.Error(), oneLine: oneLine}
 	}
-	return &Expression{
-		Source:     src,
-		transition: transition,
-		ast:        ast,
-		program:    prg,
-		loops:      l != nil && len(l.ranges) > 0,
+	e := &Expression{
+		Source:  src,
+		ast:     ast,
+		program: prg,
+		loops:   l != nil && len(l.ranges) > 0,
 		tracing: sync.OnceValues(func() (cel.Program, error) {
 			return env.Program(ast, slices.Concat(opts, []cel.ProgramOption{cel.EvalOptions(cel.OptTrackState)})...)
 		}),
-	}, nil
+	}
+	if mark != nil {
+		mark(e)
+	}
+	return e, nil
 }
 
 // maxMessages bounds how many of cel-go's errors a CompileError lists.
@@ -203,6 +220,18 @@ func startOf(src string) (line, col int) {
 // Transition reports whether e is a transition rule (binds oldObject).
 func (e *Expression) Transition() bool { return e.transition }
 
+// Across reports whether e is a rule across objects (binds objects).
+func (e *Expression) Across() bool { return e.across }
+
+// EvalAcross evaluates a rule across objects over object and objects, a
+// map from kind to a list of objects. Its errors are Eval's.
+func (e *Expression) EvalAcross(object map[string]any, objects map[string]any) (bool, error) {
+	if !e.across {
+		return false, fmt.Errorf("%w: not a rule across objects", ErrEval)
+	}
+	return e.eval(context.Background(), &activation{object: object, objects: objects})
+}
+
 // Eval evaluates e over object and, for a transition rule, oldObject. An
 // error wraps ErrMissing when a field e reads is not there (yet), including
 // a missing oldObject and a null result, and ErrEval otherwise, including
@@ -216,7 +245,13 @@ func (e *Expression) EvalContext(ctx context.Context, object, oldObject map[stri
 	if e.transition && oldObject == nil {
 		return false, fmt.Errorf("%w: no oldObject for a transition rule", ErrMissing)
 	}
-	vars := &activation{object: object, oldObject: oldObject}
+	if e.across {
+		return false, fmt.Errorf("%w: a rule across objects: use EvalAcross", ErrEval)
+	}
+	return e.eval(ctx, &activation{object: object, oldObject: oldObject})
+}
+
+func (e *Expression) eval(ctx context.Context, vars *activation) (bool, error) {
 	if e.loops {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
@@ -271,7 +306,7 @@ func (e *Expression) nullOperand(vars *activation, id int64) bool {
 	if err != nil {
 		return false
 	}
-	_, det, _ := prg.Eval(&activation{object: vars.object, oldObject: vars.oldObject})
+	_, det, _ := prg.Eval(&activation{object: vars.object, oldObject: vars.oldObject, objects: vars.objects})
 	if det == nil || det.State() == nil {
 		return false
 	}
@@ -297,8 +332,8 @@ func (e *Expression) nullOperand(vars *activation, id int64) bool {
 // activation binds object and oldObject without building a map per
 // evaluation.
 type activation struct {
-	object, oldObject map[string]any
-	usage             usage
+	object, oldObject, objects map[string]any
+	usage                      usage
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -307,6 +342,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.object, true
 	case "oldObject":
 		return a.oldObject, true
+	case "objects":
+		return a.objects, true
 	case usageName:
 		return &a.usage, true
 	}

@@ -326,3 +326,30 @@ func TestEvalConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A rule across objects reads objects, a map from kind to a list; a kind
+// it names that is not there is "not yet", like a missing field.
+func TestEvalAcross(t *testing.T) {
+	e, err := CompileAcross("objects.WebApp.exists(w, w.metadata.name == object.metadata.ownerReferences[0].name)")
+	require.NoError(t, err)
+	assert.True(t, e.Across())
+	child := map[string]any{"metadata": map[string]any{"ownerReferences": []any{map[string]any{"name": "shop"}}}}
+	shop := map[string]any{"metadata": map[string]any{"name": "shop"}}
+	held, err := e.EvalAcross(child, map[string]any{"WebApp": []any{shop}})
+	require.NoError(t, err)
+	assert.True(t, held)
+	held, err = e.EvalAcross(child, map[string]any{"WebApp": []any{}})
+	require.NoError(t, err)
+	assert.False(t, held)
+	_, err = e.EvalAcross(child, map[string]any{})
+	assert.ErrorIs(t, err, ErrMissing)
+	_, err = e.Eval(child, nil)
+	assert.ErrorIs(t, err, ErrEval, "a rule across objects needs its objects")
+
+	one, err := Compile("object.x == 1", false)
+	require.NoError(t, err)
+	_, err = one.EvalAcross(child, nil)
+	assert.ErrorIs(t, err, ErrEval)
+	_, err = Compile("objects.WebApp.size() == 0", false)
+	assert.ErrorContains(t, err, "undeclared reference to 'objects'")
+}
