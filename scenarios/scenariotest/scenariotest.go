@@ -104,6 +104,10 @@ type Options struct {
 	// FaultBackends, when set, are the only backends those runs use (fake
 	// alone keeps them to seconds; on envtest each is a run in real time).
 	FaultBackends []string
+	// FaultScenarios, when set, names the only scenarios run under the
+	// fault profiles (a representative one, say, where every profile on
+	// envtest would take minutes).
+	FaultScenarios []string
 	// SharedControlPlane runs on the test binary's shared envtest control
 	// plane (envtest.Shared; stop it from TestMain with simtest.Main)
 	// rather than on one started for this call and stopped after it: for
@@ -124,9 +128,18 @@ func Run(t *testing.T, dir string, c scenarios.Controller, opts ...Options) {
 	}
 	if len(opts) > 0 && opts[0].Faults {
 		n := len(list)
-		if list, err = UnderFaults(list); err != nil {
+		base := list
+		if only := opts[0].FaultScenarios; len(only) > 0 {
+			base = slices.DeleteFunc(slices.Clone(list), func(s *scenarios.Scenario) bool { return !slices.Contains(only, s.Name) })
+			if len(base) != len(only) {
+				t.Fatalf("FaultScenarios %v: not all of them are scenarios of %s", only, dir)
+			}
+		}
+		under, err := UnderFaults(base)
+		if err != nil {
 			t.Fatal(err)
 		}
+		list = append(slices.Clone(list), under[len(base):]...)
 		if only := opts[0].FaultBackends; len(only) > 0 {
 			kept := list[:n:n]
 			for _, u := range list[n:] {
