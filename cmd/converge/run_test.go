@@ -244,7 +244,8 @@ func TestRunAUsersTests(t *testing.T) {
 	out, err := run(t, "list", "--package", pkg)
 	require.NoError(t, err, out)
 	assert.Regexp(t, `(?m)^mirror +fake,envtest `, out)
-	assert.Regexp(t, `(?m)^mirror-conflicts +fake +conflict `, out)
+	assert.Regexp(t, `(?m)^mirror-conflicts +fake,envtest +conflict `, out)
+	assert.Regexp(t, `(?m)^mirror-throttle +envtest +throttle `, out)
 
 	dir := t.TempDir()
 	report := filepath.Join(dir, "r")
