@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/converge-lab/converge/sim/envtest"
+)
+
+// run --backend cluster goes through the compiled tests too, with the
+// kubeconfig passed on: here an administrator kubeconfig of an envtest
+// control plane, as a kind cluster's would be.
+func TestRunOnACluster(t *testing.T) {
+	cp, err := envtest.StartControlPlane(context.Background())
+	if errors.Is(err, envtest.ErrNoAssets) && !envtest.Required() {
+		t.Skipf("SKIPPED (envtest): %v. Set CI=true or CONVERGE_REQUIRE_ENVTEST=1 to make this a failure.", err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cp.Stop()) })
+	user, err := cp.AddUser(crenvtest.User{Name: "converge-admin", Groups: []string{"system:masters"}})
+	require.NoError(t, err)
+	data, err := user.KubeConfig()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
+
+	file := scenarioFile(t, filepath.Join(dir, "on-cluster.yaml"), "on-cluster")
+	spec, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(spec), "timing:", "backends: [cluster]\ntiming:", 1)), 0o644))
+	report := filepath.Join(dir, "r")
+	out, err := run(t, "run", file, "--backend", "cluster", "--kubeconfig", kubeconfig, "--report", report, "--test-binary", scenarioTests(t))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "PASS  on-cluster/cluster/seed-1")
+	assert.Contains(t, out, "1 runs, 0 failed")
+	assert.FileExists(t, filepath.Join(report, "on-cluster_cluster_1.json"))
+}
