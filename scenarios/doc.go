@@ -3,14 +3,16 @@
 // faults, and judges the run. Nothing in it is about one controller: a
 // scenario names the objects the run holds (any kind, CRDs first), what
 // the simulated world and other actors do, CEL invariants checked on every
-// observed change, the writes the controller may make, a goal of partial
+// observed change (of one object, or across objects at one instant: see
+// Invariant), the writes the controller may make, a goal of partial
 // objects and conditions that must hold for a settle window after the last
 // fault with the controller quiet, and budgets. A controller is anything
 // that builds an instance on the clients it is handed (Controller); it may
 // declare its RBAC (Identified), which every backend enforces, and bring
 // checks of its own (Judged). Manager runs a controller-runtime manager;
 // Command runs a binary out of process. Every run leaves a
-// reports.Result, written even when the run panics.
+// reports.Result, written even when the run panics, with the fields its
+// invariants and goal name charted per object (reports.Series).
 //
 // The fault profiles (faults/*.yaml, FaultProfiles) apply to any
 // controller's objects: Scenario.Under puts a fault-free scenario under
