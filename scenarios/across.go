@@ -47,8 +47,9 @@ func (o *observer) judgeAcross(rv string, now time.Time) {
 		}
 		k := o.kindNamed(kind)
 		if k == nil {
-			objects[kind] = []any{} // not served (yet): none of it
-			continue
+			// Not watched yet (a kind of the scenario's CRDs, before they
+			// are in): an empty list would claim there are none of it.
+			return
 		}
 		ri := o.r.kube.dynamic.Resource(k.gvr)
 		list, err := ri.Namespace(o.r.env.Namespace).List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
