@@ -160,8 +160,8 @@ type Selector struct {
 // sees, from lists at exactly that resourceVersion: objects of different
 // kinds are seen as the API server held them together, whatever order
 // their informers delivered them in. It costs a list per kind it reads at
-// each change. Two kinds of one name in different groups are one key:
-// the first the scenario names.
+// each change. Kinds are keyed by name alone: a scenario that watches two
+// kinds of one name in different groups cannot tell them apart there.
 type Invariant struct {
 	Name   string   `json:"name"`
 	Select Selector `json:"select"`
