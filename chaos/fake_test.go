@@ -295,3 +295,19 @@ func TestFakePartitionBreaksOpenWatches(t *testing.T) {
 		assert.Greater(t, countActions(client, "watch", "pods"), watches, "watched again after the partition")
 	})
 }
+
+func TestFakeWatchLostIsLearnedFromTheRelist(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env, client, log := onFake(t, chaos.Plan{Injections: []chaos.Injection{{Fault: chaos.WatchLost(chaos.Target{Resource: "pods", Name: "lost"})}}})
+		inf, _ := fakeInformer(t, client, env.Namespace)
+		lists := countActions(client, "list", "pods")
+		_, err := env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("lost"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		time.Sleep(time.Minute) // past the reflector's backoff, in virtual time
+		synctest.Wait()
+		assert.True(t, cached(inf, env.Namespace, "lost"), "learned from the relist")
+		assert.Equal(t, lists+1, countActions(client, "list", "pods"), "one relist")
+		require.Len(t, log.Firings(), 1)
+		assert.Equal(t, "dropped, stream ended with 410", log.Firings()[0].Outcome)
+	})
+}

@@ -237,6 +237,15 @@ func WatchDrop(t Target) Fault {
 	return frameFault{name: "watch-drop", t: t, action: frameAction{drop: true}}
 }
 
+// WatchLost drops a frame of target objects and ends the stream with 410,
+// as an API server whose watch cache fell behind would: the reflector
+// relists, and the informer learns of the change from the relist (an
+// update from the state before it to the state after, or an add) rather
+// than from its event. Unlike WatchDrop, nothing stays unseen.
+func WatchLost(t Target) Fault {
+	return frameFault{name: "watch-lost", t: t, action: frameAction{drop: true, expire: true}}
+}
+
 // WatchDelay holds each frame of target objects for d (and, the stream
 // being ordered, every frame behind it).
 func WatchDelay(t Target, d time.Duration) Fault {

@@ -386,3 +386,21 @@ func TestLatencyDelaysRequests(t *testing.T) {
 func configMap(name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
+
+// A lost frame ends the stream with 410: the informer relists and has the
+// object from the relist, though its event never came.
+func TestWatchLostIsLearnedFromTheRelist(t *testing.T) {
+	env, cfg, w, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
+		// Once: the relist may be a watch whose initial events hold the
+		// object again.
+		Fault: chaos.WatchLost(chaos.Target{Resource: "pods", Name: "lost"}), When: chaos.When{Count: 1},
+	}}})
+	inf, _ := informerOn(t, cfg, env.Namespace)
+	lists := w.lists("pods")
+	_, err := env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("lost"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return cached(inf, env.Namespace, "lost") }, 30*time.Second, 10*time.Millisecond)
+	assert.Greater(t, w.lists("pods"), lists, "the informer relisted")
+	require.Len(t, log.Firings(), 1)
+	assert.Equal(t, "dropped, stream ended with 410", log.Firings()[0].Outcome)
+}

@@ -57,6 +57,7 @@ var registry = map[string]func(Spec) (Fault, error){
 	"watch-expired":            func(s Spec) (Fault, error) { return WatchExpired(s.Target), nil },
 	"watch-expired-mid-stream": func(s Spec) (Fault, error) { return WatchExpiredMidStream(s.Target), nil },
 	"watch-drop":               func(s Spec) (Fault, error) { return WatchDrop(s.Target), nil },
+	"watch-lost":               func(s Spec) (Fault, error) { return WatchLost(s.Target), nil },
 	"watch-delay": func(s Spec) (Fault, error) {
 		if s.Delay <= 0 {
 			return nil, errors.New("watch-delay needs a positive delay")

@@ -144,6 +144,18 @@ type History struct {
 	// Log is what the harness did: instances started and stopped,
 	// convergence reached or lost.
 	Log []Entry `json:"log"`
+	// End is every object of the kinds the scenario watches as the
+	// observer last saw it, sorted by kind and name; kept only when the
+	// run was asked for it (an exploration compares it with a reference).
+	End []EndObject `json:"end,omitempty"`
+}
+
+// EndObject is one object at the end of a run.
+type EndObject struct {
+	// Kind is "apiVersion Kind", as in "apps/v1 Deployment".
+	Kind   string         `json:"kind"`
+	Name   string         `json:"name"`
+	Object map[string]any `json:"object"`
 }
 
 // Request is one request of the controller under test.

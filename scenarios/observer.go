@@ -427,3 +427,24 @@ func diffMaps(prefix expect.Path, a, b map[string]any, out *[]string) {
 		}
 	}
 }
+
+// end is every object the observer holds, sorted by kind and name.
+func (o *observer) end() []reports.EndObject {
+	kindOf := map[string]string{}
+	for _, k := range o.kinds {
+		kindOf[k.gvr.Resource] = k.gvk.GroupVersion().String() + " " + k.gvk.Kind
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]reports.EndObject, 0, len(o.latest))
+	for key, u := range o.latest {
+		out = append(out, reports.EndObject{Kind: kindOf[key.resource], Name: key.name, Object: u.DeepCopy().Object})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

@@ -55,6 +55,9 @@ type Options struct {
 	// RunID is recorded in the result, so a caller can tell the results it
 	// asked for from older ones in the same folder.
 	RunID string
+	// EndState keeps every watched object as it was at the end of the run
+	// in the result (History.End), for an exploration's comparison.
+	EndState bool
 }
 
 // WallClockLimit returns a Limit that fails once d of real time has passed,

@@ -26,6 +26,9 @@ func (r *run) verdict() {
 	res.Invariants = r.invariants()
 	r.checkForbidden()
 	res.History = h.h
+	if r.opts.EndState && r.obs != nil {
+		res.History.End = r.obs.end()
+	}
 	res.Violations = slices.DeleteFunc(slices.Clone(h.violations), func(v reports.Violation) bool {
 		return slices.Contains(r.s.Allow, v.Invariant)
 	})

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -16,6 +15,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/scenarios/scenariotest"
 	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/converge-lab/converge/zoo"
@@ -126,30 +126,8 @@ func TestZoo(t *testing.T) {
 // runFake runs s with c in virtual time.
 func runFake(t *testing.T, s *scenarios.Scenario, seed uint64, c scenarios.Controller) *reports.Result {
 	t.Helper()
-	var res *reports.Result
-	began := time.Now()
 	replay := fmt.Sprintf("go test ./zoo -count=1 -run '^TestZoo$' -zoo.mutants=%s", c.Name())
-	// The bubble panics when goroutines of the controller outlive the run
-	// (blocked for good): for a mutant that is a verdict, not a crash of
-	// the zoo. Those goroutines stay blocked in the dead bubble.
-	var leaked any
-	func() {
-		defer func() { leaked = recover() }()
-		synctest.Test(t, func(t *testing.T) {
-			res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: seed, Controller: c, Replay: replay})
-		})
-	}()
-	if res == nil {
-		res = &reports.Result{Schema: reports.SchemaVersion, Scenario: s.Name, Backend: scenarios.Fake, Seed: seed, Controller: c.Name(),
-			Error: fmt.Sprintf("the run did not finish: %v", leaked)}
-	}
-	if leaked != nil && res.Error == "" {
-		res.Pass = false
-		detail := fmt.Sprintf("goroutines of the controller outlived the run: %v", leaked)
-		res.Violations = append(res.Violations, reports.Violation{Invariant: "clean-shutdown", At: res.Started.Add(time.Duration(res.Simulated)), Detail: detail})
-		res.Reasons = append(res.Reasons, "invariant clean-shutdown broken at the end of the run: "+detail)
-	}
-	res.Wall = reports.Duration(time.Since(began))
+	res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: c, Replay: replay})
 	verdict := "pass"
 	if !res.Pass {
 		verdict = "FAIL " + firstReason(res)

@@ -55,7 +55,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // Reconciler reconciles WebApps. Fields left nil are taken from the
 // manager by SetupWithManager.
 type Reconciler struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads past the cache: the finalizer decides from it that
+	// the children are gone, which a cache that has not seen them yet
+	// would wrongly say. Nil means the manager's API reader.
+	Reader   client.Reader
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
 	Options  Options
@@ -69,6 +73,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
+	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
 	}
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
@@ -238,11 +245,13 @@ func (r *Reconciler) finalize(ctx context.Context, app *v1alpha1.WebApp) error {
 
 // deleteChildren deletes the children app controls and returns how many of
 // them still exist. Objects of the same names that app does not control are
-// not its children and are left alone.
+// not its children and are left alone. It reads them from the API server:
+// a child created just before the WebApp's deletion may not be in the
+// cache yet, and "not found" there would let the WebApp go before it.
 func (r *Reconciler) deleteChildren(ctx context.Context, app *v1alpha1.WebApp) (int, error) {
 	remaining := 0
 	for _, c := range childrenOf(app) {
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(c.obj), c.obj); err != nil {
+		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(c.obj), c.obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}

@@ -208,6 +208,14 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 		}
 		seen[s.Name] = true
 	}
+	if *exploreName != "" {
+		exploreFlags(t, list, controllerFor)
+		return
+	}
+	if *shrinkResult != "" {
+		shrinkFlag(t, list, controllerFor)
+		return
+	}
 	if *listOnly {
 		for _, s := range list {
 			l := Listed{Test: t.Name(), Name: s.Name, Backends: s.RunsOnBackends(), Catches: s.Catches}
@@ -275,9 +283,7 @@ func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenario
 	var res *reports.Result
 	switch backend {
 	case scenarios.Fake:
-		began := time.Now()
-		synctest.Test(t, func(t *testing.T) { res = scenarios.Run(t.Context(), s, opts) })
-		res.Wall = reports.Duration(time.Since(began)) // the bubble's clock is virtual
+		res = RunFake(t, s, opts)
 	case scenarios.Envtest:
 		opts.ControlPlane = plane.get(t, s)
 		res = scenarios.Run(context.Background(), s, opts)

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/explore"
+)
+
+// exploreFlags are converge explore's flags.
+type exploreFlags struct {
+	runFlags
+	seed          uint64
+	parallel      int
+	withoutFaults bool
+}
+
+func exploreCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+	var f exploreFlags
+	cmd := &cobra.Command{
+		Use:   "explore SCENARIO|FILE.yaml",
+		Short: "Find bugs no scenario was written for: one fault at each point of a fault-free run, judged by difference",
+		Long: `Explore a fault-free scenario on the fake backend. It runs the scenario
+without faults several times (the reference), lists the points of the first
+reference run where one fault can strike (a crash or SIGTERM right after each
+write, a 409 on each write, 5xx on each kind of request, a lost or held-back
+watch event, a 410 on each watch, a tombstone for each deletion), prunes
+repeats and no-ops, runs each point as a run of its own in virtual time,
+spread over --parallel processes, and judges each by the scenario's verdict
+and by how its end state and its objects' additions and deletions differ from
+the references'. Findings are grouped by what differed, each with its
+smallest point and the command that replays it; the report folder holds the
+HTML report, every run's result, and exploration.json.
+
+A scenario with faults of its own is refused; --without-faults explores its
+world without them. Exit status: 0 without findings, 1 with some, 2 on bad
+usage.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("explore takes one scenario (a name or a file), got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error { return exploreScenario(ctx, f, args[0], stdout, stderr) },
+	}
+	f.testFlags(cmd)
+	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "the seed of the first reference run and of every point's run")
+	cmd.Flags().IntVar(&f.parallel, "parallel", runtime.NumCPU(), "processes that run points side by side")
+	cmd.Flags().BoolVar(&f.withoutFaults, "without-faults", false, "explore the world of a scenario that has faults, without them")
+	cmd.Flags().StringVar(&f.report, "report", "", "folder for the results and the report (default: a new temporary folder)")
+	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of each run")
+	return cmd
+}
+
+func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, stderr io.Writer) error {
+	if f.parallel < 1 {
+		return usageError{fmt.Errorf("--parallel must be at least 1, got %d", f.parallel)}
+	}
+	f.backends, f.seeds = []string{"fake"}, strconv.FormatUint(f.seed, 10)
+	p, err := f.check(ctx, []string{arg}, stderr)
+	if err != nil {
+		return err
+	}
+	l := p.listed()[0]
+	began := time.Now()
+	base := []string{"-test.run", "^" + regexp.QuoteMeta(strings.Split(l.Test, "/")[0]) + "$", "-test.count=1", "-test.timeout=0",
+		"-converge.explore=" + l.Name, "-converge.seed=" + strconv.FormatUint(f.seed, 10), "-converge.report=" + p.report,
+		"-converge.run-timeout=" + f.runTimeout.String(), "-converge.run-id=" + p.runID}
+	for _, file := range p.sel.files {
+		base = append(base, "-converge.file="+file)
+	}
+	if f.withoutFaults {
+		base = append(base, "-converge.explore-without-faults")
+	}
+	planFile := filepath.Join(p.report, "plan.json")
+	fmt.Fprintf(stdout, "exploring %s: reference runs\n", l.Name)
+	if err := runTests(ctx, p.tests, append(base, "-converge.explore-plan="+planFile), p.report, stderr); err != nil {
+		return err
+	}
+	plan, err := explore.ReadPlan(planFile)
+	if err != nil {
+		return err
+	}
+	var refs []explore.Outcome
+	if err := readJSON(filepath.Join(p.report, "outcomes-references.json"), &refs); err != nil {
+		return err
+	}
+	failing := false
+	for _, o := range refs {
+		failing = failing || len(o.Differences) > 0 || o.Error != ""
+	}
+	var outcomes []explore.Outcome
+	if !failing {
+		n := min(f.parallel, max(len(plan.Points), 1))
+		fmt.Fprintf(stdout, "%d points in %d processes\n", len(plan.Points), n)
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				errs[i] = runTests(ctx, p.tests, append(base, "-converge.explore-plan="+planFile, fmt.Sprintf("-converge.explore-shard=%d/%d", i, n)), p.report, stderr)
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		byID := map[string]explore.Outcome{}
+		for i := range n {
+			var part []explore.Outcome
+			if err := readJSON(filepath.Join(p.report, fmt.Sprintf("outcomes-%d.json", i)), &part); err != nil {
+				return err
+			}
+			for _, o := range part {
+				byID[o.Point.ID] = o
+			}
+		}
+		for _, pt := range plan.Points {
+			if o, ok := byID[pt.ID]; ok {
+				outcomes = append(outcomes, o)
+			}
+		}
+	}
+	controller := ""
+	if len(plan.References) > 0 {
+		controller = plan.References[0].Controller
+	}
+	// Replays through this command line's tests, not go test's.
+	for i, o := range outcomes {
+		if o.File != "" {
+			outcomes[i].Replay = fmt.Sprintf("converge run %s --backend fake --seeds %d%s", shellQuote(o.File), f.seed, p.tests.flag)
+		}
+	}
+	e := plan.Summarise(controller, refs, outcomes, time.Since(began))
+	if err := e.Write(filepath.Join(p.report, "exploration.json")); err != nil {
+		return err
+	}
+	index, err := explore.WriteReport(p.report, e)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, e.Text())
+	fmt.Fprintf(stdout, "points per second: %.1f\nreport: %s\n", float64(e.Coverage.Run)/time.Since(began).Seconds(), index)
+	if len(e.Findings) > 0 {
+		return errFailed
+	}
+	return nil
+}
+
+// runTests runs the compiled tests with args, their output into the
+// report folder's log; a failure says why with the output's tail.
+func runTests(ctx context.Context, t *tests, args []string, report string, stderr io.Writer) error {
+	logFile, err := os.OpenFile(filepath.Join(report, "scenarios.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	tail := &tailWriter{max: 20}
+	cmd := exec.CommandContext(ctx, t.bin, args...)
+	cmd.Dir = t.dir
+	cmd.Stdout = io.MultiWriter(logFile, tail)
+	cmd.Stderr = io.MultiWriter(logFile, tail)
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		return &childError{bin: t.bin, err: err, output: tail.lines}
+	}
+	return nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func shrinkCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "shrink RESULT.json",
+		Short: "Reduce a failing run to the fewest faults that still fail",
+		Long: `Reduce a failing run (of converge run, explore or a seeded chaos campaign) to a
+1-minimal fault schedule: delta debugging over what fired in it (each firing
+as a fault aimed at its request, at its instant), then each remaining fault
+made simpler (earlier, a shorter window or delay, fewer firings), on the fake
+backend. A candidate fails if it fails in any of ` + strconv.Itoa(explore.Tries) + ` seeded runs; candidates
+are cached. It writes the shrunk scenario beside the result (or into
+--report) and prints the command that replays it. A run of a controller other
+than the scaler needs its tests: --package or --test-binary.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("shrink takes one result file, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			old, err := reports.Read(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			if old.Pass {
+				return usageError{fmt.Errorf("%s passed: there is nothing to shrink", args[0])}
+			}
+			if old.Controller != "" && old.Controller != "scaler" && f.pkg == "" && f.testBinary == "" {
+				return usageError{fmt.Errorf("%s is a run of controller %q: pass its tests with --package or --test-binary", args[0], old.Controller)}
+			}
+			abs, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			dir := f.report
+			if dir == "" {
+				dir = filepath.Dir(abs)
+			}
+			if dir, err = filepath.Abs(dir); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			t, err := findTests(ctx, f, stderr)
+			if err != nil {
+				return err
+			}
+			listed, err := t.list(ctx, nil)
+			if err != nil {
+				return err
+			}
+			root := strings.Split(listed[0].Test, "/")[0]
+			began := time.Now()
+			args2 := []string{"-test.run", "^" + regexp.QuoteMeta(root) + "$", "-test.count=1", "-test.timeout=0", "-test.v",
+				"-converge.shrink=" + abs, "-converge.report=" + dir}
+			if err := runTests(ctx, t, args2, dir, stderr); err != nil {
+				return err
+			}
+			var out struct {
+				explore.Shrunk
+				File   string `json:"file"`
+				Replay string `json:"replay"`
+			}
+			if err := readJSON(filepath.Join(dir, "shrunk.json"), &out); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "shrunk from %d faults to %d in %d runs (%d schedules tried, %v):\n", len(out.From), len(out.Faults), out.Runs, out.Candidates, time.Since(began).Round(time.Millisecond))
+			for _, s := range out.Faults {
+				b, _ := json.Marshal(s)
+				fmt.Fprintf(stdout, "  %s\n", b)
+			}
+			if out.Exhausted {
+				fmt.Fprintln(stdout, "the budget ran out first: smaller, but maybe not 1-minimal")
+			}
+			fmt.Fprintf(stdout, "scenario: %s\nreplay: converge run %s --backend fake --seeds %d%s\n", out.File, shellQuote(out.File), old.Seed, t.flag)
+			return nil
+		},
+	}
+	f.testFlags(cmd)
+	cmd.Flags().StringVar(&f.report, "report", "", "folder for the shrunk scenario (default: the result's folder)")
+	return cmd
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/explore"
+)
+
+// Exploring the scaler's baseline: every point runs in one of two
+// processes, the correct scaler gives no finding, and the report holds
+// the exploration and a page per run.
+func TestExploreTheBaseline(t *testing.T) {
+	report := t.TempDir()
+	out, err := run(t, "explore", "baseline", "--parallel", "2", "--report", report, "--test-binary", scenarioTests(t))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "no findings")
+	e, err := explore.ReadExploration(filepath.Join(report, "exploration.json"))
+	require.NoError(t, err)
+	assert.Empty(t, e.Findings)
+	assert.Greater(t, e.Coverage.Run, 50)
+	assert.Equal(t, e.Coverage.Points, e.Coverage.Run)
+	assert.Len(t, e.Outcomes, e.Coverage.Points)
+	assert.Less(t, e.Coverage.Unfired, e.Coverage.Run/4, "most points meet their moment again")
+	assert.FileExists(t, filepath.Join(report, "index.html"))
+	assert.FileExists(t, filepath.Join(report, "runs", "baseline-p001_fake_1.html"))
+}
+
+func TestExploreRefusesAScenarioWithFaults(t *testing.T) {
+	out, err := run(t, "explore", "conflict-storm", "--report", t.TempDir(), "--test-binary", scenarioTests(t))
+	require.Error(t, err, out)
+	assert.Contains(t, out+err.Error(), "--without-faults")
+	_, err = run(t, "explore", "baseline", "--parallel", "0", "--test-binary", scenarioTests(t))
+	assert.Equal(t, 2, exitCode(err))
+}
+
+// A run that fails under five faults, of which one is to blame (a 409 on a
+// patch adds the retry that breaks the budget of patches), shrinks to
+// that one.
+func TestShrinkAFailingRun(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tight.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`name: tight
+description: three Deployments, one patch each, and five faults, one of them a 409 on a patch
+catches: nothing; a 409 breaks its budget
+objects:
+  - count: 3
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web-{{index}}
+        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
+        annotations: {converge.dev/max-replicas: "16"}
+      spec:
+        replicas: 2
+        selector: {matchLabels: {app: "web-{{index}}"}}
+        template:
+          metadata: {labels: {app: "web-{{index}}"}}
+          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
+world: {readiness: {kind: ready-after-delay, delay: 2s}}
+faults:
+  - {fault: watch-duplicate, target: {resource: deployments}, when: {count: 2}}
+  - {fault: server-error, code: 503, target: {verbs: [get]}, when: {count: 1}}
+  - {fault: conflict, target: {verbs: [patch], resource: deployments, name: web-1}, when: {nth: 1}}
+  - {fault: watch-duplicate, target: {resource: pods}, when: {count: 1}}
+  - {fault: watch-close, target: {resource: deployments}, when: {count: 1, after: 10s}}
+timing: {deadline: 2m, settle: 10s}
+budgets: {requests: {patch: 3}}
+`), 0o644))
+	report := filepath.Join(dir, "report")
+	out, err := run(t, "run", file, "--backend", "fake", "--report", report, "--test-binary", scenarioTests(t))
+	require.ErrorIs(t, err, errFailed, out)
+	result := filepath.Join(report, "tight_fake_1.json")
+	r, err := reports.Read(result)
+	require.NoError(t, err)
+	require.False(t, r.Pass)
+
+	out, err = run(t, "shrink", result, "--test-binary", scenarioTests(t))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "to 1 in")
+	assert.Contains(t, out, `"fault":"conflict"`)
+	shrunk := filepath.Join(report, "tight-shrunk.yaml")
+	assert.Contains(t, out, "scenario: "+shrunk)
+	assert.Contains(t, out, "replay: converge run "+shrunk+" --backend fake --seeds 1 --test-binary")
+	out, err = run(t, "run", shrunk, "--backend", "fake", "--report", filepath.Join(dir, "again"), "--test-binary", scenarioTests(t))
+	require.ErrorIs(t, err, errFailed, out, "the shrunk scenario fails")
+
+	_, err = run(t, "shrink", filepath.Join(dir, "missing.json"))
+	assert.Equal(t, 2, exitCode(err))
+}

@@ -1,0 +1,102 @@
+package explore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
+)
+
+func TestMasks(t *testing.T) {
+	m := DefaultMasks().With(Masks{Paths: []string{"Widget:spec.noise", "status.flaky"}})
+	require.NoError(t, m.Validate())
+	for _, c := range []struct {
+		kind, field string
+		masked      bool
+	}{
+		{"apps/v1 Deployment", "metadata.uid", true},
+		{"v1 ConfigMap", "metadata.managedFields[*].time", true},
+		{"x/v1 Mirror", "status.sourceResourceVersion", true},
+		{"x/v1 Widget", "spec.noise.level", true},
+		{"x/v1 Gadget", "spec.noise.level", false},
+		{"x/v1 Gadget", "status.flaky[*]", true},
+		{"x/v1 Gadget", "status.flakyNot", false},
+		{"coordination.k8s.io/v1 Lease", "spec.holderIdentity", true},
+		{"apps/v1 Deployment", "spec.replicas", false},
+	} {
+		assert.Equal(t, c.masked, m.masked(c.kind, c.field), "%s %s", c.kind, c.field)
+	}
+	for _, bad := range []Masks{{Keys: []string{"a.b"}}, {Keys: []string{"*"}}, {Paths: []string{""}}, {Paths: []string{"Kind:"}}} {
+		assert.Error(t, bad.Validate(), "%+v", bad)
+	}
+	assert.True(t, globMatch("*ResourceVersion", "sourceResourceVersion"))
+	assert.True(t, globMatch("a*c*e", "abcde"))
+	assert.False(t, globMatch("a*c*e", "abcd"))
+}
+
+func TestFlattenKeepsPresenceOfTimes(t *testing.T) {
+	got := flatten(map[string]any{"a": map[string]any{"b": []any{int64(1), "2026-12-02T10:00:00Z"}}, "empty": map[string]any{}, "n": nil})
+	assert.Equal(t, map[string]string{"a.b[0]": "1", "a.b[1]": `"<time>"`, "empty": "{}", "n": "null"}, got)
+	assert.Equal(t, "a.b[*].c[*]", field("a.b[0].c[12]"))
+}
+
+func TestTargetOfAFiring(t *testing.T) {
+	for request, want := range map[string]chaos.Target{
+		"patch deployments converge/web-1":        {Verbs: []string{"patch"}, Resource: "deployments", Name: "web-1"},
+		"update deployments/status ns/web-1":      {Verbs: []string{"update"}, Resource: "deployments", Name: "web-1"},
+		"ADDED watch pods converge/web-1-x":       {Resource: "pods", Name: "web-1-x"},
+		"list pods converge/":                     {Verbs: []string{"list"}, Resource: "pods"},
+		"create configmaps cluster-scoped-object": {Verbs: []string{"create"}, Resource: "configmaps", Name: "cluster-scoped-object"},
+	} {
+		got, ok := targetOf(request)
+		require.True(t, ok, request)
+		assert.Equal(t, want, got, request)
+	}
+	for _, bad := range []string{"", "schedule", "frobnicate pods x"} {
+		_, ok := targetOf(bad)
+		assert.False(t, ok, bad)
+	}
+}
+
+// ddmin ends 1-minimal: here the failure needs two faults together.
+func TestShrinkFindsThePairToBlame(t *testing.T) {
+	var faults []chaos.Spec
+	for i := range 16 {
+		faults = append(faults, chaos.Spec{Fault: "conflict", Target: chaos.Target{Name: string(rune('a' + i))}, When: chaos.When{After: time.Duration(i) * time.Second, Count: 3}})
+	}
+	has := func(c []chaos.Spec, name string) bool {
+		for _, f := range c {
+			if f.Target.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	runs := 0
+	s := &Shrinker{Fails: func(c []chaos.Spec) (bool, error) {
+		runs++
+		return has(c, "c") && has(c, "k"), nil
+	}}
+	r := &reports.Result{Plan: faults, Reasons: []string{"goal"}}
+	out, err := s.Shrink(r)
+	require.NoError(t, err)
+	require.Len(t, out.Faults, 2)
+	assert.Equal(t, "c", out.Faults[0].Target.Name)
+	assert.Equal(t, "k", out.Faults[1].Target.Name)
+	// Simplified: no start bound, one firing.
+	assert.Equal(t, chaos.When{Count: 1}, out.Faults[0].When)
+	assert.Equal(t, runs, out.Candidates, "each candidate ran once: the cache answered repeats")
+	assert.False(t, out.Exhausted)
+
+	_, err = (&Shrinker{Fails: s.Fails}).Shrink(&reports.Result{Pass: true})
+	assert.ErrorContains(t, err, "passed")
+	_, err = (&Shrinker{Fails: func([]chaos.Spec) (bool, error) { return false, nil }}).Shrink(r)
+	assert.ErrorContains(t, err, "did not reproduce")
+	out, err = (&Shrinker{Fails: s.Fails, MaxCandidates: 3}).Shrink(r)
+	require.NoError(t, err)
+	assert.True(t, out.Exhausted)
+}

@@ -1,0 +1,88 @@
+package explore
+
+import (
+	"bytes"
+	"html/template"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/converge-lab/converge/reports"
+)
+
+var page = template.Must(template.New("exploration").Funcs(template.FuncMap{
+	"dur":  func(d reports.Duration) string { return time.Duration(d).Round(time.Millisecond).String() },
+	"inc":  func(i int) int { return i + 1 },
+	"join": func(s []string) string { return strings.Join(s, ", ") },
+}).Parse(`<section class="exploration">
+<h2>Exploration of {{.E.Scenario}} ({{.E.Controller}}, seed {{.E.Seed}})</h2>
+<p>{{len .E.Findings}} findings. References: seeds {{range $i, $s := .E.References}}{{if $i}}, {{end}}{{$s}}{{end}} (the first two as written, the others with the controller starting late). {{dur .E.Wall}} in all.</p>
+<h3>Coverage</h3>
+<table>
+<tr><th>step</th><th>points before</th><th>after</th></tr>
+<tr><td>found: {{range $c, $n := .E.Coverage.Found}}{{$c}} {{$n}}; {{end}}</td><td></td><td>{{.Found}}</td></tr>
+{{range .E.Coverage.Steps}}<tr><td>pruned: {{.Name}}</td><td>{{.Before}}</td><td>{{.After}}</td></tr>
+{{end}}<tr><td>run</td><td></td><td>{{.E.Coverage.Run}} ({{.E.Coverage.Unfired}} did not fire, {{.E.Coverage.Errors}} could not be carried out)</td></tr>
+</table>
+<h3>Findings</h3>
+{{if not .E.Findings}}<p>None: every run ended as the references did.</p>{{else}}
+<table>
+<tr><th>#</th><th>oracle</th><th>what</th><th>points</th><th>smallest</th><th>detail</th><th>replay</th></tr>
+{{range $i, $f := .E.Findings}}<tr>
+<td>{{inc $i}}</td><td>{{$f.Oracle}}</td><td>{{$f.Kind}} {{$f.Field}}</td><td>{{len $f.Points}}</td>
+<td>{{with index $.Links $i}}<a href="{{.}}">{{end}}{{$f.Smallest.Point.ID}}{{with index $.Links $i}}</a>{{end}}: {{$f.Smallest.Point.Class}}, {{$f.Smallest.Point.Signature}} (in the reference at {{dur $f.Smallest.Point.At}}: {{$f.Smallest.Point.About}})</td>
+<td><pre>{{$f.Detail}}</pre></td><td><code>{{$f.Smallest.Replay}}</code></td>
+</tr>
+{{end}}</table>{{end}}
+<h3>Masks</h3>
+<p>Static keys: {{join .E.Masks.Keys}}. Learned from the references: {{if .E.Learned.Paths}}{{join .E.Learned.Paths}}{{else}}none{{end}}.</p>
+</section>`))
+
+// HTML is the exploration's section of a report: coverage, findings (each
+// linked to the run page of its smallest point) and masks.
+func (e *Exploration) HTML() (template.HTML, error) {
+	found := 0
+	for _, n := range e.Coverage.Found {
+		found += n
+	}
+	var links []string
+	for _, f := range e.Findings {
+		link := ""
+		if f.Smallest.Result != "" {
+			link = filepath.ToSlash(filepath.Join("runs", strings.TrimSuffix(f.Smallest.Result, ".json")+".html"))
+		}
+		links = append(links, link)
+	}
+	var b bytes.Buffer
+	err := page.Execute(&b, struct {
+		E     *Exploration
+		Found int
+		Links []string
+	}{e, found, links})
+	return template.HTML(b.String()), err
+}
+
+// WriteReport writes the HTML report of e into dir, where its runs'
+// results are: the exploration's section above every run, each run with
+// its page. It returns the index's path.
+func WriteReport(dir string, e *Exploration) (string, error) {
+	var results []*reports.Result
+	for _, o := range e.Outcomes {
+		if o.Result == "" {
+			continue
+		}
+		if r, err := reports.Read(filepath.Join(dir, o.Result)); err == nil {
+			results = append(results, r)
+		}
+	}
+	for _, o := range e.ReferenceOutcomes {
+		if r, err := reports.Read(filepath.Join(dir, o.Result)); err == nil && o.Result != "" {
+			results = append(results, r)
+		}
+	}
+	extra, err := e.HTML()
+	if err != nil {
+		return "", err
+	}
+	return reports.WriteHTML(dir, results, extra)
+}

@@ -1,0 +1,190 @@
+package explore
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/converge-lab/converge/reports"
+)
+
+// Oracles: what a point's run is judged by.
+const (
+	// OracleVerdict: the scenario's own verdict, its invariants (no panic
+	// among them), goal and budgets.
+	OracleVerdict = "verdict"
+	// OracleEndState: an object at the end differs from the references',
+	// beyond the masks.
+	OracleEndState = "end-state"
+	// OracleEvents: an object was added or deleted a number of times no
+	// reference saw.
+	OracleEvents = "events"
+)
+
+// Difference is one way a run differs from the references.
+type Difference struct {
+	Oracle string `json:"oracle"`
+	// Kind and Field say what differs: an invariant's name, "goal" or
+	// "budget" for the verdict; an object's kind and field for the end
+	// state; the resource for events.
+	Kind   string `json:"kind,omitempty"`
+	Field  string `json:"field,omitempty"`
+	Object string `json:"object,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// key groups differences into findings.
+func (d Difference) key() string { return d.Oracle + " " + d.Kind + " " + d.Field }
+
+// Judge compares r, a run of one of p's points, with the references.
+func (p *Plan) Judge(r *reports.Result) []Difference {
+	var out []Difference
+	for _, v := range r.Violations {
+		out = append(out, Difference{Oracle: OracleVerdict, Kind: "invariant", Field: v.Invariant, Object: v.Object, Detail: v.Detail})
+	}
+	if !r.Converged {
+		out = append(out, Difference{Oracle: OracleVerdict, Kind: "goal", Field: "converged", Detail: reason(r, "goal", "never converged")})
+	}
+	for _, why := range r.Reasons {
+		if strings.HasPrefix(why, "budget: ") {
+			out = append(out, Difference{Oracle: OracleVerdict, Kind: "budget", Field: budgetOf(why), Detail: why})
+		}
+	}
+	ref := flatEnd(p.References[0], p.Masks)
+	got := flatEnd(r, p.Masks)
+	for _, key := range sortedKeys(ref) {
+		want := ref[key]
+		have, ok := got[key]
+		if !ok && p.volatile(want.name) {
+			continue
+		}
+		if !ok {
+			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(want.kind), Field: "(exists)", Object: want.name,
+				Detail: fmt.Sprintf("%s %s is gone at the end; every reference run ended with it", shortKind(want.kind), want.name)})
+			continue
+		}
+		for _, f := range diffFields(want.fields, have.fields) {
+			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(want.kind), Field: f, Object: want.name,
+				Detail: fmt.Sprintf("%s %s: %s is %s, the references' %s", shortKind(want.kind), want.name, f, valueOf(have.fields, f), valueOf(want.fields, f))})
+		}
+	}
+	for _, key := range sortedKeys(got) {
+		if _, ok := ref[key]; !ok && !p.volatile(got[key].name) {
+			o := got[key]
+			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(o.kind), Field: "(exists)", Object: o.name,
+				Detail: fmt.Sprintf("%s %s exists at the end; no reference run ended with it", shortKind(o.kind), o.name)})
+		}
+	}
+	counts := eventCounts(r)
+	for _, obj := range sortedKeys(p.Counts) {
+		c := counts[obj]
+		if slices.Contains(p.Counts[obj], c) {
+			continue
+		}
+		resource, _, _ := strings.Cut(obj, "/")
+		out = append(out, Difference{Oracle: OracleEvents, Kind: resource, Field: "added/deleted", Object: obj,
+			Detail: fmt.Sprintf("%s added %d and deleted %d times; the references: %s", obj, c.Added, c.Deleted, countsText(p.Counts[obj]))})
+	}
+	// An object the controller made that no reference ever saw.
+	for _, obj := range sortedKeys(writtenBy(r)) {
+		resource, name, _ := strings.Cut(obj, "/")
+		if p.Seen[obj] || collapse(name) != name || !counts[obj].made() {
+			continue
+		}
+		seenSome := false
+		for _, ref := range p.References {
+			if _, ok := eventCounts(ref)[obj]; ok {
+				seenSome = true
+			}
+		}
+		if !seenSome {
+			c := counts[obj]
+			out = append(out, Difference{Oracle: OracleEvents, Kind: resource, Field: "added/deleted", Object: obj,
+				Detail: fmt.Sprintf("%s added %d and deleted %d times; no reference run had it", obj, c.Added, c.Deleted)})
+		}
+	}
+	return dedupe(out)
+}
+
+// made: the object was added during the run.
+func (c EventCount) made() bool { return c.Added > 0 }
+
+// volatile: another actor deleted an object of this name in a reference.
+func (p *Plan) volatile(name string) bool {
+	for obj := range p.Volatile {
+		if _, n, _ := strings.Cut(obj, "/"); n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// dedupe keeps one difference per key and object.
+func dedupe(ds []Difference) []Difference {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(ds, func(d Difference) bool {
+		k := d.key() + "\x00" + d.Object
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+		return false
+	})
+}
+
+func reason(r *reports.Result, prefix, otherwise string) string {
+	for _, why := range r.Reasons {
+		if strings.HasPrefix(why, prefix) {
+			return why
+		}
+	}
+	return otherwise
+}
+
+// budgetOf is what a budget reason is about: "writes", "reconciles" or
+// the requests named.
+func budgetOf(why string) string {
+	switch {
+	case strings.Contains(why, " writes of "):
+		return "writes per object"
+	case strings.Contains(why, " reconciles"):
+		return "reconciles"
+	}
+	return "requests"
+}
+
+// valueOf is the value of field f (indexes as [*]) in fields: all values
+// of its elements for a list field, or "absent".
+func valueOf(fields map[string]string, f string) string {
+	var vals []string
+	for _, k := range sortedKeys(fields) {
+		if field(k) == f {
+			vals = append(vals, fields[k])
+		}
+	}
+	switch len(vals) {
+	case 0:
+		return "absent"
+	case 1:
+		return vals[0]
+	}
+	return "[" + strings.Join(vals, " ") + "]"
+}
+
+func countsText(cs []EventCount) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%d/%d", c.Added, c.Deleted))
+	}
+	return strings.Join(parts, " or ") + " (added/deleted)"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

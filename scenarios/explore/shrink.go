@@ -1,0 +1,335 @@
+package explore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
+)
+
+// Tries is how many seeded runs judge a candidate schedule: it fails if
+// any of them fails, since goroutine order is not fixed.
+const Tries = 3
+
+// DefaultShrinkRuns bounds the runs one shrinking makes.
+const DefaultShrinkRuns = 400
+
+// Fails runs the scenario with faults once per seed of a candidate and
+// reports whether any run failed. A run that could not be carried out is
+// an error, not a failure.
+type Fails func(faults []chaos.Spec) (bool, error)
+
+// Shrunk is the outcome of a shrinking.
+type Shrunk struct {
+	// From is the schedule shrinking started from: the firings of the
+	// failing run, one fault each, or the scenario's faults when those do
+	// not fail on their own.
+	From []chaos.Spec `json:"from"`
+	// FromFirings: From is the firings, not the scenario's faults.
+	FromFirings bool `json:"fromFirings"`
+	// Faults is the 1-minimal schedule: it fails, and without any one of
+	// its faults it does not.
+	Faults []chaos.Spec `json:"faults"`
+	// Runs is how many runs shrinking took (cached candidates not
+	// counted twice); Candidates how many schedules it tried.
+	Runs       int  `json:"runs"`
+	Candidates int  `json:"candidates"`
+	Exhausted  bool `json:"exhausted,omitempty"` // the run budget ran out first
+}
+
+// Shrinker reduces a failing schedule with delta debugging (ddmin over
+// its faults, complements first), then simplifies each remaining fault
+// (earlier, a shorter window or delay, fewer firings), and repeats both to
+// a fixed point.
+type Shrinker struct {
+	Fails Fails
+	// MaxCandidates bounds the schedules tried; zero means
+	// DefaultShrinkRuns / Tries.
+	MaxCandidates int
+
+	cache map[string]bool
+	tried int
+	err   error
+}
+
+var errBudget = errors.New("the shrinking budget ran out")
+
+// test reports whether faults fail, from the cache when it was tried.
+func (s *Shrinker) test(faults []chaos.Spec) bool {
+	if s.err != nil {
+		return false
+	}
+	key := canonical(faults)
+	if v, ok := s.cache[key]; ok {
+		return v
+	}
+	if s.tried >= s.MaxCandidates {
+		s.err = errBudget
+		return false
+	}
+	s.tried++
+	fails, err := s.Fails(faults)
+	if err != nil {
+		s.err = err
+		return false
+	}
+	s.cache[key] = fails
+	return fails
+}
+
+func canonical(faults []chaos.Spec) string {
+	b, _ := json.Marshal(faults)
+	return string(b)
+}
+
+// Shrink shrinks r, a failing run: first the schedule of what fired in it
+// (each firing as a fault aimed at its request at its instant), falling
+// back to the scenario's own faults when that does not fail.
+func (s *Shrinker) Shrink(r *reports.Result) (*Shrunk, error) {
+	if s.Fails == nil {
+		return nil, errors.New("no way to run a candidate")
+	}
+	if s.MaxCandidates == 0 {
+		s.MaxCandidates = DefaultShrinkRuns / Tries
+	}
+	s.cache = map[string]bool{}
+	if r.Pass {
+		return nil, errors.New("the run passed: there is nothing to shrink")
+	}
+	if r.Error != "" {
+		return nil, fmt.Errorf("the run could not be carried out (%s): there is nothing to shrink", firstLine(r.Error))
+	}
+	from := Firings(r)
+	fromFirings := len(from) > 0 && s.test(from)
+	if !fromFirings {
+		from = slices.Clone(r.Plan)
+		if len(from) == 0 {
+			return nil, errors.New("the run fails with no fault at all: there is nothing to shrink")
+		}
+		if !s.test(from) {
+			if s.err != nil {
+				return nil, s.err
+			}
+			return nil, fmt.Errorf("the run's faults do not fail in %d seeded runs: the failure did not reproduce", Tries)
+		}
+	}
+	out := &Shrunk{From: from, FromFirings: fromFirings}
+	cur := from
+	if s.test(nil) {
+		out.Faults = nil
+	} else {
+		for {
+			next := s.simplify(s.ddmin(cur))
+			if canonical(next) == canonical(cur) || s.err != nil {
+				cur = next
+				break
+			}
+			cur = next
+		}
+		out.Faults = cur
+	}
+	out.Candidates = s.tried
+	out.Runs = s.tried * Tries
+	if errors.Is(s.err, errBudget) {
+		out.Exhausted = true
+	} else if s.err != nil {
+		return nil, s.err
+	}
+	return out, nil
+}
+
+// ddmin is Zeller's delta debugging: split into n chunks; a failing chunk
+// or complement replaces the set; otherwise split finer.
+func (s *Shrinker) ddmin(c []chaos.Spec) []chaos.Spec {
+	n := 2
+	for len(c) >= 2 {
+		chunks := split(c, n)
+		reduced := false
+		// Complements first: faults interact.
+		for i := range chunks {
+			comp := complement(chunks, i)
+			if len(comp) > 0 && s.test(comp) {
+				c, n, reduced = comp, max(n-1, 2), true
+				break
+			}
+		}
+		if !reduced {
+			for _, ch := range chunks {
+				if s.test(ch) {
+					c, n, reduced = ch, 2, true
+					break
+				}
+			}
+		}
+		if s.err != nil {
+			return c
+		}
+		if !reduced {
+			if n >= len(c) {
+				return c
+			}
+			n = min(2*n, len(c))
+		}
+	}
+	return c
+}
+
+func split(c []chaos.Spec, n int) [][]chaos.Spec {
+	var out [][]chaos.Spec
+	for i := range n {
+		lo, hi := i*len(c)/n, (i+1)*len(c)/n
+		if hi > lo {
+			out = append(out, slices.Clone(c[lo:hi]))
+		}
+	}
+	return out
+}
+
+func complement(chunks [][]chaos.Spec, skip int) []chaos.Spec {
+	var out []chaos.Spec
+	for i, ch := range chunks {
+		if i != skip {
+			out = append(out, ch...)
+		}
+	}
+	return out
+}
+
+// simplify tries simpler versions of each fault, keeping each that still
+// fails: no start bound, then an earlier one; no end bound, or a shorter
+// window; half the delay; fewer firings.
+func (s *Shrinker) simplify(c []chaos.Spec) []chaos.Spec {
+	c = slices.Clone(c)
+	for i := range c {
+		for _, simpler := range simpler(c[i]) {
+			cand := slices.Clone(c)
+			cand[i] = simpler
+			if s.test(cand) {
+				c = cand
+			}
+			if s.err != nil {
+				return c
+			}
+		}
+	}
+	return c
+}
+
+// simpler lists candidates simpler than f, most ambitious first.
+func simpler(f chaos.Spec) []chaos.Spec {
+	var out []chaos.Spec
+	with := func(change func(*chaos.Spec)) {
+		g := f
+		g.Target.Verbs = slices.Clone(f.Target.Verbs)
+		change(&g)
+		out = append(out, g)
+	}
+	w := f.When
+	if w.After > 0 {
+		with(func(g *chaos.Spec) { g.When.After = 0 })
+		with(func(g *chaos.Spec) { g.When.After = (w.After / 2).Truncate(10 * time.Millisecond) })
+	}
+	if w.Until > 0 {
+		with(func(g *chaos.Spec) { g.When.Until = 0 })
+		if span := w.Until - w.After; span > 20*time.Millisecond {
+			with(func(g *chaos.Spec) { g.When.Until = w.After + (span / 2).Truncate(10*time.Millisecond) })
+		}
+	}
+	if f.Delay > 20*time.Millisecond {
+		with(func(g *chaos.Spec) { g.Delay = (f.Delay / 2).Truncate(10 * time.Millisecond) })
+	}
+	if w.Count > 1 {
+		with(func(g *chaos.Spec) { g.When.Count = 1 })
+		with(func(g *chaos.Spec) { g.When.Count = w.Count / 2 })
+	}
+	if w.Probability > 0 && w.Probability < 1 {
+		with(func(g *chaos.Spec) { g.When.Probability = 0 })
+	}
+	return out
+}
+
+// Firings is what fired in r, each firing as a fault of its own aimed at
+// the request (or watched object) it fired on, from the instant it fired:
+// "the first patch of deployments/web-1 from 2.1 s on". Firings that no
+// request set off (a window opening, a schedule) keep their fault's own
+// target and fire once from their instant.
+func Firings(r *reports.Result) []chaos.Spec {
+	var out []chaos.Spec
+	for _, f := range r.History.Faults {
+		spec, ok := specOf(r.Plan, f)
+		if !ok {
+			continue
+		}
+		at := f.At.Sub(r.Started).Truncate(time.Millisecond)
+		spec.When = chaos.When{After: at, Count: 1}
+		if t, ok := targetOf(f.Request); ok && f.Match > 0 {
+			spec.Target = t
+		} else if spec.Fault == "partition" {
+			// A window: as long as the scenario's.
+			orig, _ := specOf(r.Plan, f)
+			if orig.When.Until > 0 {
+				spec.When = chaos.When{After: at, Until: at + orig.When.Until - orig.When.After}
+			} else {
+				spec.When = chaos.When{After: at}
+			}
+		}
+		out = append(out, spec)
+	}
+	return out
+}
+
+// specOf is the fault of plan that f came from.
+func specOf(plan []chaos.Spec, f chaos.Firing) (chaos.Spec, bool) {
+	for _, s := range plan {
+		if s.Fault == f.Fault && sameTarget(s.Target, f.Target) {
+			return s, true
+		}
+	}
+	for _, s := range plan {
+		if s.Fault == f.Fault {
+			return s, true
+		}
+	}
+	return chaos.Spec{}, false
+}
+
+func sameTarget(a, b chaos.Target) bool {
+	return slices.Equal(a.Verbs, b.Verbs) && a.Resource == b.Resource && a.Namespace == b.Namespace && a.Name == b.Name
+}
+
+// targetOf reads a firing's request back into a target: "patch
+// deployments ns/web-1", "update deployments/status ns/web-1" or, for a
+// watch frame, "ADDED watch pods ns/web-1-x".
+func targetOf(request string) (chaos.Target, bool) {
+	fields := strings.Fields(request)
+	if len(fields) > 0 && strings.ToUpper(fields[0]) == fields[0] && len(fields) >= 3 && fields[1] == "watch" {
+		// A frame: aim at the object, whatever the stream.
+		t := chaos.Target{Resource: base(fields[2])}
+		if len(fields) == 4 {
+			t.Name = nameOf(fields[3])
+		}
+		return t, true
+	}
+	if len(fields) < 2 || !slices.Contains(chaos.Verbs, fields[0]) {
+		return chaos.Target{}, false
+	}
+	t := chaos.Target{Verbs: []string{fields[0]}, Resource: base(fields[1])}
+	if len(fields) == 3 {
+		t.Name = nameOf(fields[2])
+	}
+	return t, true
+}
+
+// nameOf is the name of "namespace/name": a run's objects are all in its
+// namespace, which another run names otherwise.
+func nameOf(obj string) string {
+	if _, n, ok := strings.Cut(obj, "/"); ok {
+		return n
+	}
+	return obj
+}

@@ -1,0 +1,304 @@
+package scenariotest
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/explore"
+)
+
+var (
+	exploreName  = flag.String("converge.explore", "", "explore this fault-free scenario (see Explore) instead of running the list")
+	explorePlan  = flag.String("converge.explore-plan", "", "with -converge.explore: learn the references and write the plan here, run no point; with -converge.explore-shard, run points of this plan")
+	exploreBare  = flag.Bool("converge.explore-without-faults", false, "explore the world of a scenario that has faults, without them")
+	exploreShard = flag.String("converge.explore-shard", "", "i/n: run shard i (0-based) of n of the plan's points, writing outcomes-i.json into -converge.report")
+)
+
+// ExploreOptions adjust Explore.
+type ExploreOptions struct {
+	// References is how many fault-free runs learn the reference; zero
+	// means explore.DefaultReferences.
+	References int
+	// Masks add to the default masks: fields the end states may differ in.
+	Masks explore.Masks
+	// Dir receives the plan, every run's result and scenario, and the
+	// exploration; empty means a new temporary folder.
+	Dir string
+	// Seed of the first reference run and of every point's run; zero
+	// means -converge.seed.
+	Seed uint64
+}
+
+// Explore explores s, a scenario without faults, with controller c on the
+// fake backend: it runs s fault-free several times to learn the reference
+// (what a correct run ends with, and what varies between runs), lists the
+// injection points of the first reference run, runs each point (one fault)
+// and judges each run by the scenario's verdict and by how its end state
+// and its objects' additions and deletions differ from the references'.
+// When a reference run fails, that is the finding, and no point runs: a
+// controller that fails without faults has nothing to be compared with.
+// Each run is a subtest of t (reference/seed-N, then the points' IDs);
+// none of them fails t: the findings are returned, and the caller
+// decides.
+func Explore(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o ExploreOptions) *explore.Exploration {
+	t.Helper()
+	began := time.Now()
+	dir := o.Dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	plan, refOutcomes := explorePlanOf(t, s, c, o, dir)
+	if plan == nil {
+		return nil
+	}
+	var outcomes []explore.Outcome
+	failing := slices.ContainsFunc(refOutcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 || o.Error != "" })
+	if !failing {
+		outcomes = runPoints(t, plan, c, plan.Points, dir)
+	}
+	e := plan.Summarise(c.Name(), refOutcomes, outcomes, time.Since(began))
+	if err := e.Write(filepath.Join(dir, "exploration.json")); err != nil {
+		t.Errorf("writing the exploration: %v", err)
+	}
+	return e
+}
+
+// explorePlanOf runs the references and builds the plan; nil when it
+// cannot (t then has failed).
+func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o ExploreOptions, dir string) (*explore.Plan, []explore.Outcome) {
+	t.Helper()
+	if err := explore.Check(s); err != nil {
+		t.Error(err)
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Error(err)
+		return nil, nil
+	}
+	seed := o.Seed
+	if seed == 0 {
+		seed = *firstSeed
+	}
+	n := o.References
+	if n == 0 {
+		n = explore.DefaultReferences
+	}
+	var refs []*reports.Result
+	var outcomes []explore.Outcome
+	for _, ref := range explore.References(s, seed, max(n, 2)) {
+		t.Run(fmt.Sprintf("reference/seed-%d", ref.Seed), func(t *testing.T) {
+			res := exploreRun(t, ref.Scenario, c, ref.Seed, "")
+			file, _ := reports.Write(dir, res)
+			refs = append(refs, res)
+			outcomes = append(outcomes, explore.RefOutcome(res, filepath.Base(file)))
+		})
+	}
+	plan, err := explore.NewPlan(s, scenarios.Fake, seed, refs, o.Masks)
+	if err != nil {
+		t.Error(err)
+		return nil, nil
+	}
+	if err := plan.Write(filepath.Join(dir, "plan.json")); err != nil {
+		t.Error(err)
+		return nil, nil
+	}
+	return plan, outcomes
+}
+
+// runPoints runs points of plan, one subtest each, and judges each run.
+func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points []explore.Point, dir string) []explore.Outcome {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
+		t.Error(err)
+		return nil
+	}
+	root, _, _ := strings.Cut(t.Name(), "/")
+	var out []explore.Outcome
+	for _, pt := range points {
+		t.Run(pt.ID, func(t *testing.T) {
+			s := plan.ScenarioOf(pt)
+			file := filepath.Join(dir, "points", s.Name+".yaml")
+			if err := writeScenario(file, s); err != nil {
+				t.Error(err)
+				return
+			}
+			res := exploreRun(t, s, c, plan.Seed, fileReplay(root, s.Name, plan.Seed, file))
+			path, err := reports.Write(dir, res)
+			if err != nil {
+				t.Errorf("writing the result: %v", err)
+			}
+			o := plan.Outcome(pt, res, filepath.Base(path))
+			o.File = file
+			out = append(out, o)
+		})
+	}
+	return out
+}
+
+// exploreRun runs s once on fake, keeping its end state.
+func exploreRun(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, seed uint64, replay string) *reports.Result {
+	limit, stop := scenarios.WallClockLimit(*runTimeout)
+	defer stop()
+	opts := scenarios.Options{Backend: scenarios.Fake, Seed: seed, Controller: c, Limit: limit, RunID: *runID, Replay: replay, EndState: true}
+	return RunFake(t, s, opts)
+}
+
+// RunFake runs s on the fake backend in a synctest bubble of t. Goroutines
+// of the controller that outlive the run, blocked for good, are a verdict
+// (clean-shutdown broken), not a crash of the test: they stay blocked in
+// the dead bubble.
+func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *reports.Result {
+	t.Helper()
+	opts.Backend = scenarios.Fake
+	var res *reports.Result
+	var leaked any
+	began := time.Now()
+	func() {
+		defer func() { leaked = recover() }()
+		synctest.Test(t, func(t *testing.T) { res = scenarios.Run(t.Context(), s, opts) })
+	}()
+	name := ""
+	if opts.Controller != nil {
+		name = opts.Controller.Name()
+	}
+	if res == nil {
+		res = &reports.Result{Schema: reports.SchemaVersion, Scenario: s.Name, Backend: scenarios.Fake, Seed: opts.Seed, Controller: name,
+			Replay: opts.Replay, RunID: opts.RunID, Error: fmt.Sprintf("the run did not finish: %v", leaked)}
+	}
+	if leaked != nil && res.Error == "" {
+		res.Pass = false
+		detail := fmt.Sprintf("goroutines of the controller outlived the run: %v", leaked)
+		res.Violations = append(res.Violations, reports.Violation{Invariant: scenarios.InvCleanShutdown, At: res.Started.Add(time.Duration(res.Simulated)), Detail: detail})
+		res.Reasons = append(res.Reasons, "invariant clean-shutdown broken at the end of the run: "+detail)
+	}
+	res.Wall = reports.Duration(time.Since(began)) // the bubble's clock is virtual
+	return res
+}
+
+// writeScenario saves s as a scenario file converge run and -converge.file
+// read.
+func writeScenario(file string, s *scenarios.Scenario) error {
+	j, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, y, 0o644)
+}
+
+// fileReplay is the go test command that runs scenario file through the
+// test root (one that calls Run or RunScenarios) on fake.
+func fileReplay(root, name string, seed uint64, file string) string {
+	cmd := "go test"
+	if pkg := packageFromRoot(); pkg != "" {
+		cmd += " " + pkg
+	}
+	if abs, err := filepath.Abs(file); err == nil {
+		file = abs
+	}
+	return cmd + fmt.Sprintf(" -count=1 -run '^%s$/^%s$/^fake$/^seed-%d$' -converge.seed=%d -converge.seeds=1 -converge.backends=fake -converge.file=%s",
+		regexp.QuoteMeta(root), regexp.QuoteMeta(name), seed, seed, shellQuote(file))
+}
+
+// exploreFlags runs the exploration the -converge.explore flags ask for,
+// on the scenario of list so named. It fails t on findings.
+func exploreFlags(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
+	t.Helper()
+	var s *scenarios.Scenario
+	var names []string
+	for _, l := range list {
+		names = append(names, l.Name)
+		if l.Name == *exploreName {
+			s = l
+		}
+	}
+	if s == nil {
+		t.Fatalf("-converge.explore=%s: no such scenario; there are: %s", *exploreName, strings.Join(names, ", "))
+	}
+	c := controllerFor(s)
+	if *exploreBare {
+		s = explore.WithoutFaults(s)
+	}
+	dir := *reportDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "converge-explore", s.Name)
+	}
+	switch {
+	case *exploreShard != "":
+		if *explorePlan == "" {
+			t.Fatal("-converge.explore-shard needs -converge.explore-plan")
+		}
+		i, n, err := ParseShard(*exploreShard)
+		if err != nil {
+			t.Fatalf("-converge.explore-shard: %v", err)
+		}
+		plan, err := explore.ReadPlan(*explorePlan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcomes := runPoints(t, plan, c, plan.Shard(i, n), dir)
+		b, err := json.Marshal(outcomes)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("outcomes-%d.json", i)), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	case *explorePlan != "":
+		plan, refs := explorePlanOf(t, s, c, ExploreOptions{}, dir)
+		if plan == nil {
+			return
+		}
+		if err := plan.Write(*explorePlan); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(refs)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "outcomes-references.json"), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		e := Explore(t, s, c, ExploreOptions{Dir: dir})
+		if e == nil {
+			return
+		}
+		index, err := explore.WriteReport(dir, e)
+		if err != nil {
+			t.Errorf("writing the report: %v", err)
+		}
+		t.Logf("%s\nexploration: %s\nreport: %s", e.Text(), filepath.Join(dir, "exploration.json"), index)
+		if len(e.Findings) > 0 {
+			t.Errorf("%d findings", len(e.Findings))
+		}
+	}
+}
+
+// ParseShard reads "i/n" (0 <= i < n).
+func ParseShard(v string) (i, n int, err error) {
+	a, b, ok := strings.Cut(v, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("%q: want i/n with 0 <= i < n", v)
+	}
+	return i, n, nil
+}

@@ -1,0 +1,148 @@
+package scenariotest
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/explore"
+)
+
+var shrinkResult = flag.String("converge.shrink", "", "shrink the failing run of this result file (see Shrink) instead of running the list")
+
+// ShrinkOptions adjust Shrink.
+type ShrinkOptions struct {
+	// MaxCandidates bounds the schedules tried, each in explore.Tries
+	// seeded runs; zero means the default.
+	MaxCandidates int
+	// Dir receives the shrunk scenario and shrunk.json; empty means the
+	// result's folder.
+	Dir string
+}
+
+// ShrinkOutcome is what Shrink leaves.
+type ShrinkOutcome struct {
+	*explore.Shrunk
+	// File is the scenario with the shrunk schedule, which fails when run.
+	File   string `json:"file"`
+	Replay string `json:"replay"`
+}
+
+// Shrink reduces the failing run r to a 1-minimal schedule of faults that
+// still fails with controller c, on fake, each candidate in explore.Tries
+// seeded runs (r's seed and the next ones). The shrunk scenario is
+// written beside r (or into o.Dir) with the command that replays it.
+func Shrink(t *testing.T, r *reports.Result, c scenarios.Controller, o ShrinkOptions) (*ShrinkOutcome, error) {
+	t.Helper()
+	var s scenarios.Scenario
+	if err := json.Unmarshal(r.Spec, &s); err != nil || s.Name == "" {
+		return nil, fmt.Errorf("the result holds no scenario to shrink (%v)", err)
+	}
+	sh := &explore.Shrinker{MaxCandidates: o.MaxCandidates}
+	n := 0
+	sh.Fails = func(faults []chaos.Spec) (bool, error) {
+		cand := s
+		cand.Faults = faults
+		if err := cand.Validate(); err != nil {
+			return false, err
+		}
+		n++
+		failed := false
+		for i := range uint64(explore.Tries) {
+			var res *reports.Result
+			t.Run(fmt.Sprintf("candidate-%d/seed-%d", n, r.Seed+i), func(t *testing.T) {
+				res = RunFake(t, &cand, scenarios.Options{Seed: r.Seed + i, Controller: c})
+			})
+			if res == nil {
+				return false, fmt.Errorf("candidate %d did not run", n)
+			}
+			if res.Error != "" {
+				return false, fmt.Errorf("candidate %d could not be carried out: %s", n, strings.SplitN(res.Error, "\n", 2)[0])
+			}
+			if !res.Pass {
+				failed = true
+				break
+			}
+		}
+		return failed, nil
+	}
+	out, err := sh.Shrink(r)
+	if err != nil {
+		return nil, err
+	}
+	dir := o.Dir
+	if dir == "" {
+		dir = "."
+	}
+	shrunk := s
+	shrunk.Name = shrunkName(s.Name)
+	shrunk.Faults = out.Faults
+	shrunk.Description = fmt.Sprintf("%s, shrunk from %d faults to %d in %d runs", s.Name, len(out.From), len(out.Faults), out.Runs)
+	file := filepath.Join(dir, shrunk.Name+".yaml")
+	if err := writeScenario(file, &shrunk); err != nil {
+		return nil, err
+	}
+	root, _, _ := strings.Cut(t.Name(), "/")
+	so := &ShrinkOutcome{Shrunk: out, File: file, Replay: fileReplay(root, shrunk.Name, r.Seed, file)}
+	b, err := json.MarshalIndent(so, "", " ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "shrunk.json"), b, 0o644)
+	}
+	return so, err
+}
+
+func shrunkName(name string) string {
+	const suffix = "-shrunk"
+	if len(name)+len(suffix) > scenarios.MaxNameLength {
+		name = strings.TrimRight(name[:scenarios.MaxNameLength-len(suffix)], "-")
+	}
+	return name + suffix
+}
+
+// shrinkFlag shrinks the result -converge.shrink names, with the
+// controller of the scenario of that name in list (or of the first).
+func shrinkFlag(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
+	t.Helper()
+	r, err := reports.Read(*shrinkResult)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *scenarios.Scenario
+	for _, l := range list {
+		if l.Name == r.Scenario || s == nil {
+			s = l
+		}
+	}
+	if s == nil {
+		var own scenarios.Scenario
+		if err := json.Unmarshal(r.Spec, &own); err != nil {
+			t.Fatalf("%s holds no scenario: %v", *shrinkResult, err)
+		}
+		s = &own
+	}
+	dir := *reportDir
+	if dir == "" {
+		dir = filepath.Dir(*shrinkResult)
+	}
+	out, err := Shrink(t, r, controllerFor(s), ShrinkOptions{Dir: dir})
+	if err != nil {
+		t.Fatalf("shrinking %s: %v", *shrinkResult, err)
+	}
+	var faults []string
+	for _, f := range out.Faults {
+		b, _ := json.Marshal(f)
+		faults = append(faults, string(b))
+	}
+	t.Logf("shrunk %s from %d faults to %d in %d runs (%d schedules tried):\n  %s\nscenario: %s\nreplay: %s",
+		*shrinkResult, len(out.From), len(out.Faults), out.Runs, out.Candidates, strings.Join(faults, "\n  "), out.File, out.Replay)
+	if out.Exhausted {
+		t.Logf("the budget ran out before a fixed point: the schedule is smaller, but may not be 1-minimal")
+	}
+}

@@ -1,0 +1,94 @@
+package zoo_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/explore"
+	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/zoo"
+)
+
+// randomSchedule is n faults drawn from seed: conflicts, server errors,
+// 410s, held-back and duplicated events and crashes, at random moments of
+// the first 20 s.
+func randomSchedule(seed uint64, n int) []chaos.Spec {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	at := func() time.Duration { return time.Duration(rng.IntN(200)) * 100 * time.Millisecond }
+	var out []chaos.Spec
+	for range n {
+		when := chaos.When{After: at(), Count: 1 + rng.IntN(3)}
+		var f chaos.Spec
+		switch rng.IntN(6) {
+		case 0:
+			f = chaos.Spec{Fault: "conflict", Target: chaos.Target{Verbs: []string{"patch"}, Resource: "deployments"}}
+		case 1:
+			f = chaos.Spec{Fault: "server-error", Code: 503, Target: chaos.Target{Verbs: []string{[]string{"patch", "list", "get"}[rng.IntN(3)]}}}
+		case 2:
+			f = chaos.Spec{Fault: "watch-expired-mid-stream", Target: chaos.Target{Resource: []string{"pods", "deployments"}[rng.IntN(2)]}}
+		case 3:
+			f = chaos.Spec{Fault: "watch-delay", Delay: time.Duration(1+rng.IntN(5)) * time.Second, Target: chaos.Target{Resource: "pods"}}
+		case 4:
+			f = chaos.Spec{Fault: "watch-duplicate", Target: chaos.Target{Resource: "deployments"}}
+		default:
+			f = chaos.Spec{Fault: "crash", Target: chaos.Target{Verbs: []string{"patch"}, Resource: "deployments"}}
+			when.Count = 1
+		}
+		f.When = when
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestShrinkARandomSchedule runs a mutant under a random schedule of 20
+// faults until one fails, shrinks that run, and checks the shrunk
+// schedule: 1 to 3 faults, and it still fails when its file is run.
+func TestShrinkARandomSchedule(t *testing.T) {
+	catalogue, err := scaler.Catalogue()
+	require.NoError(t, err)
+	i := slices.IndexFunc(catalogue, func(s *scenarios.Scenario) bool { return s.Name == "baseline" })
+	require.GreaterOrEqual(t, i, 0)
+	i = slices.IndexFunc(zoo.Mutants(), func(m zoo.Mutant) bool { return m.Name == "done-skipped" })
+	require.GreaterOrEqual(t, i, 0)
+	mutant := zoo.Mutants()[i]
+
+	var failing *reports.Result
+	for seed := uint64(1); seed <= 20 && failing == nil; seed++ {
+		s := *catalogue[slices.IndexFunc(catalogue, func(s *scenarios.Scenario) bool { return s.Name == "baseline" })]
+		s.Name = "baseline-random"
+		s.Faults = randomSchedule(seed, 20)
+		s.Controller.RestartAfter = scenarios.Duration(5 * time.Second)
+		res := scenariotest.RunFake(t, &s, scenarios.Options{Seed: 1, Controller: mutant.Controller()})
+		require.Empty(t, res.Error)
+		if !res.Pass {
+			failing = res
+		}
+	}
+	require.NotNil(t, failing, "no random schedule of 20 faults made %s fail", mutant.Name)
+	dir := t.TempDir()
+	out, err := scenariotest.Shrink(t, failing, mutant.Controller(), scenariotest.ShrinkOptions{Dir: dir})
+	require.NoError(t, err)
+	t.Logf("shrunk %d faults (from the firings: %v; 20 in the schedule, %d fired) to %d in %d runs: %+v", len(out.From), out.FromFirings,
+		len(failing.History.Faults), len(out.Faults), out.Runs, out.Faults)
+	assert.False(t, out.Exhausted)
+	assert.GreaterOrEqual(t, len(out.Faults), 1)
+	assert.LessOrEqual(t, len(out.Faults), 3)
+
+	shrunk, err := scenarios.Load(out.File)
+	require.NoError(t, err)
+	assert.Equal(t, out.Faults, shrunk.Faults)
+	fails := false
+	for seed := failing.Seed; seed < failing.Seed+explore.Tries && !fails; seed++ {
+		fails = !scenariotest.RunFake(t, shrunk, scenarios.Options{Seed: seed, Controller: mutant.Controller()}).Pass
+	}
+	assert.True(t, fails, "the shrunk scenario %s fails when run", out.File)
+}
