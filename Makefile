@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help demo build test lint bench fuzz assets chaos zoo kind-chaos clean
+.PHONY: help demo build test lint bench fuzz assets chaos zoo explore kind-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -17,11 +17,15 @@ chaos: build assets ## the scenario catalogue on envtest (a real kube-apiserver,
 	@rm -rf $(BIN)/chaos
 	$(BIN)/converge run --backend envtest --seeds 1 --report $(BIN)/chaos --junit $(BIN)/chaos/junit.xml
 
-zoo: assets ## the bug zoo: every mutant against the fake catalogue and on envtest, then the scaler over 200 seeds of each scenario that caught one; writes bin/zoo
+zoo: assets ## the bug zoo: every mutant against the fake catalogue and on envtest, the scaler over 200 seeds of each scenario that caught one, and every mutant explored in every world; writes bin/zoo
 	@rm -rf $(BIN)/zoo && mkdir -p $(BIN)/zoo
-	$(GO) test ./zoo -count=1 -run '^(TestZoo|TestExamples)$$' -v -timeout 60m -zoo.alarms=200 -zoo.envtest -zoo.report $(CURDIR)/$(BIN)/zoo 2>$(BIN)/zoo/controllers.log
+	$(GO) test ./zoo -count=1 -run '^(TestZoo|TestExamples|TestExplore)$$' -v -timeout 90m -zoo.alarms=200 -zoo.envtest -zoo.explore-all -zoo.explore-seeds=3 -zoo.report $(CURDIR)/$(BIN)/zoo 2>$(BIN)/zoo/controllers.log
 	@echo "table:  $(BIN)/zoo/zoo.md"
 	@echo "report: $(BIN)/zoo/index.html"
+
+explore: build ## explore the scaler's baseline: one fault at each point of a fault-free run, judged by difference; writes bin/explore
+	@rm -rf $(BIN)/explore
+	$(BIN)/converge explore baseline --report $(BIN)/explore
 
 build: ## build the binaries and the compiled scenario tests into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...

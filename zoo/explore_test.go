@@ -100,6 +100,9 @@ func TestExplore(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var lines []string
 			for _, m := range c.mutants {
+				if *only != "" && m.Name != "control" && !slices.Contains(strings.Split(*only, ","), m.Name) {
+					continue
+				}
 				found := 0
 				for _, w := range c.worlds {
 					seeds := 1
@@ -112,7 +115,8 @@ func TestExplore(t *testing.T) {
 					for seed := uint64(1); seed <= uint64(seeds); seed++ {
 						var e *explore.Exploration
 						t.Run(fmt.Sprintf("%s/%s/seed-%d", m.Name, w.Name, seed), func(t *testing.T) {
-							o := scenariotest.ExploreOptions{Seed: seed * 100}
+							// A mutant needs one finding; the control, every point.
+							o := scenariotest.ExploreOptions{Seed: seed * 100, FirstFinding: m.Name != "control" && !*exploreAll}
 							if *reportDir != "" {
 								o.Dir = filepath.Join(*reportDir, "explore", c.name, m.Name, w.Name, fmt.Sprint(seed*100))
 							}

@@ -41,6 +41,9 @@ type ExploreOptions struct {
 	// Seed of the first reference run and of every point's run; zero
 	// means -converge.seed.
 	Seed uint64
+	// FirstFinding stops at the first point whose run differs: enough to
+	// know that something is found, in a fraction of the time.
+	FirstFinding bool
 }
 
 // Explore explores s, a scenario without faults, with controller c on the
@@ -68,7 +71,7 @@ func Explore(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o Expl
 	var outcomes []explore.Outcome
 	failing := slices.ContainsFunc(refOutcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 || o.Error != "" })
 	if !failing {
-		outcomes = runPoints(t, plan, c, plan.Points, dir)
+		outcomes = runPoints(t, plan, c, plan.Points, dir, o.FirstFinding)
 	}
 	e := plan.Summarise(c.Name(), refOutcomes, outcomes, time.Since(began))
 	if err := e.Write(filepath.Join(dir, "exploration.json")); err != nil {
@@ -120,7 +123,7 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 }
 
 // runPoints runs points of plan, one subtest each, and judges each run.
-func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points []explore.Point, dir string) []explore.Outcome {
+func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points []explore.Point, dir string, first bool) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Error(err)
@@ -129,6 +132,9 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points 
 	root, _, _ := strings.Cut(t.Name(), "/")
 	var out []explore.Outcome
 	for _, pt := range points {
+		if first && len(out) > 0 && len(out[len(out)-1].Differences) > 0 {
+			break
+		}
 		t.Run(pt.ID, func(t *testing.T) {
 			s := plan.ScenarioOf(pt)
 			file := filepath.Join(dir, "points", s.Name+".yaml")
@@ -253,7 +259,7 @@ func exploreFlags(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 		if err != nil {
 			t.Fatal(err)
 		}
-		outcomes := runPoints(t, plan, c, plan.Shard(i, n), dir)
+		outcomes := runPoints(t, plan, c, plan.Shard(i, n), dir, false)
 		b, err := json.Marshal(outcomes)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("outcomes-%d.json", i)), b, 0o644)
