@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -120,29 +121,36 @@ func resourceMatches(t Target, r Request) bool {
 // rewrite runs the watch stream through the watch faults.
 func (inj *Injector) rewrite(body io.ReadCloser, r Request, injections []int) io.ReadCloser {
 	pr, pw := io.Pipe()
-	done := make(chan struct{})
+	done, stop := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		err := inj.pump(body, pw, r, injections)
+		err := inj.pump(body, pw, r, injections, stop)
 		_ = pw.CloseWithError(err)
 	}()
-	return &rewrittenBody{PipeReader: pr, orig: body, done: done}
+	return &rewrittenBody{PipeReader: pr, orig: body, done: done, stop: stop}
 }
 
 type rewrittenBody struct {
 	*io.PipeReader
-	orig io.ReadCloser
-	done chan struct{}
+	orig      io.ReadCloser
+	done      chan struct{}
+	stop      chan struct{} // closed by Close: a delayed frame is given up
+	closeOnce sync.Once
 }
 
+// Close ends the stream. A frame being held back is dropped at once: the
+// watcher's Stop waits here holding its lock, which its receiving
+// goroutine wants, and in a synctest bubble a goroutine waiting on a
+// mutex keeps virtual time, and so the delay, from ever ending.
 func (b *rewrittenBody) Close() error {
+	b.closeOnce.Do(func() { close(b.stop) })
 	_ = b.PipeReader.Close()
 	err := b.orig.Close()
 	<-b.done
 	return err
 }
 
-func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injections []int) error {
+func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injections []int, stop <-chan struct{}) error {
 	frames := newFrameReader(body)
 	for {
 		f, err := frames.next()
@@ -159,7 +167,14 @@ func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injecti
 			return nil
 		}
 		if act.delay > 0 {
-			time.Sleep(act.delay) // the stream itself is what is late
+			// The stream itself is what is late.
+			timer := time.NewTimer(act.delay)
+			select {
+			case <-timer.C:
+			case <-stop:
+				timer.Stop()
+				return nil
+			}
 		}
 		if !act.drop {
 			if err := write(out, f); err != nil {

@@ -404,3 +404,30 @@ func TestWatchLostIsLearnedFromTheRelist(t *testing.T) {
 	require.Len(t, log.Firings(), 1)
 	assert.Equal(t, "dropped, stream ended with 410", log.Firings()[0].Outcome)
 }
+
+// Stopping a watch while one of its frames is held back returns at once,
+// the frame given up: the watcher's Stop holds a lock its receiving
+// goroutine wants, so waiting out the delay there would, in a synctest
+// bubble, stop virtual time for good.
+func TestWatchDelayEndsWithTheWatch(t *testing.T) {
+	env, cfg, _, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
+		Fault: chaos.WatchDelay(chaos.Target{Resource: "pods", Name: "held"}, time.Hour),
+	}}})
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	w, err := cs.CoreV1().Pods(env.Namespace).Watch(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	_, err = env.Observer.CoreV1().Pods(env.Namespace).Create(context.Background(), pod("held"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(log.Firings()) == 1 }, 30*time.Second, 10*time.Millisecond, "the frame is held")
+	stopped := make(chan struct{})
+	go func() {
+		w.Stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop waited for the held frame")
+	}
+}
