@@ -82,8 +82,8 @@ func WithoutFaults(s *scenarios.Scenario) *scenarios.Scenario {
 	return &out
 }
 
-// RefRun is one reference run: the scenario fault-free, a seed, and how
-// late its controller starts.
+// RefRun is one reference run: the scenario fault-free (its controller
+// perhaps starting late) and a seed.
 type RefRun struct {
 	Scenario *scenarios.Scenario
 	Seed     uint64
@@ -109,6 +109,9 @@ func References(s *scenarios.Scenario, seed uint64, n int) []RefRun {
 		if i >= 2 {
 			late := lateStarts[(i-2)%len(lateStarts)] * time.Duration(1+(i-2)/len(lateStarts))
 			r.Controller.StartAfter += reports.Duration(late)
+			if r.Timing.Deadline > 0 {
+				r.Timing.Deadline += reports.Duration(late) // as long to converge once started
+			}
 		}
 		out[i] = RefRun{Scenario: &r, Seed: seed + uint64(i)}
 	}

@@ -54,6 +54,9 @@ type ExploreOptions struct {
 // and its objects' additions and deletions differ from the references'.
 // When a reference run fails, that is the finding, and no point runs: a
 // controller that fails without faults has nothing to be compared with.
+// Each point's scenario is written into o.Dir, and its replay command runs
+// that file through t's top-level test, which must call Run or
+// RunScenarios for it to work (TestScenarios does).
 // Each run is a subtest of t (reference/seed-N, then the points' IDs);
 // none of them fails t: the findings are returned, and the caller
 // decides.
