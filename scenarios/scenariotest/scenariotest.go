@@ -22,9 +22,11 @@
 // -converge.seed, -converge.backends, -converge.report (a folder for every
 // result and the HTML report), -converge.run-timeout, -converge.file (run
 // this scenario file instead of the test's own scenarios; repeat it),
-// -converge.kubeconfig (a cluster for the cluster backend) and
-// -converge.list (list the scenarios, run nothing). The converge CLI
-// drives a compiled test binary through these flags:
+// -converge.kubeconfig (a cluster for the cluster backend),
+// -converge.list (list the scenarios, run nothing), -converge.explore=NAME
+// (explore that fault-free scenario instead; see Explore) and
+// -converge.shrink=RESULT.json (shrink that failing run; see Shrink). The
+// converge CLI drives a compiled test binary through these flags:
 //
 //	converge run --package ./webapp --seeds 1-20 --report out/
 package scenariotest
