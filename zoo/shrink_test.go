@@ -55,15 +55,15 @@ func randomSchedule(seed uint64, n int) []chaos.Spec {
 func TestShrinkARandomSchedule(t *testing.T) {
 	catalogue, err := scaler.Catalogue()
 	require.NoError(t, err)
-	i := slices.IndexFunc(catalogue, func(s *scenarios.Scenario) bool { return s.Name == "baseline" })
-	require.GreaterOrEqual(t, i, 0)
-	i = slices.IndexFunc(zoo.Mutants(), func(m zoo.Mutant) bool { return m.Name == "done-skipped" })
-	require.GreaterOrEqual(t, i, 0)
-	mutant := zoo.Mutants()[i]
+	b := slices.IndexFunc(catalogue, func(s *scenarios.Scenario) bool { return s.Name == "baseline" })
+	require.GreaterOrEqual(t, b, 0)
+	m := slices.IndexFunc(zoo.Mutants(), func(m zoo.Mutant) bool { return m.Name == "done-skipped" })
+	require.GreaterOrEqual(t, m, 0)
+	mutant := zoo.Mutants()[m]
 
 	var failing *reports.Result
 	for seed := uint64(1); seed <= 20 && failing == nil; seed++ {
-		s := *catalogue[slices.IndexFunc(catalogue, func(s *scenarios.Scenario) bool { return s.Name == "baseline" })]
+		s := *catalogue[b]
 		s.Name = "baseline-random"
 		s.Faults = randomSchedule(seed, 20)
 		s.Controller.RestartAfter = scenarios.Duration(5 * time.Second)

@@ -50,12 +50,7 @@ HTML report, every run's result, and exploration.json.
 A scenario with faults of its own is refused; --without-faults explores its
 world without them. Exit status: 0 without findings, 1 with some, 2 on bad
 usage.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("explore takes one scenario (a name or a file), got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: exactlyOne("explore", "one scenario (a name or a file)"),
 		RunE: func(_ *cobra.Command, args []string) error { return exploreScenario(ctx, f, args[0], stdout, stderr) },
 	}
 	f.testFlags(cmd)
@@ -207,12 +202,7 @@ backend. A candidate fails if it fails in any of ` + strconv.Itoa(explore.Tries)
 are cached. It writes the shrunk scenario beside the result (or into
 --report) and prints the command that replays it. A run of a controller other
 than the scaler needs its tests: --package or --test-binary.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("shrink takes one result file, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: exactlyOne("shrink", "one result file"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			old, err := reports.Read(args[0])
 			if err != nil {
@@ -221,8 +211,8 @@ than the scaler needs its tests: --package or --test-binary.`,
 			if old.Pass {
 				return usageError{fmt.Errorf("%s passed: there is nothing to shrink", args[0])}
 			}
-			if old.Controller != "" && old.Controller != "scaler" && f.pkg == "" && f.testBinary == "" {
-				return usageError{fmt.Errorf("%s is a run of controller %q: pass its tests with --package or --test-binary", args[0], old.Controller)}
+			if err := f.testsOf(args[0], old); err != nil {
+				return err
 			}
 			abs, err := filepath.Abs(args[0])
 			if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,12 +20,7 @@ func reportCommand(stdout io.Writer) *cobra.Command {
 and one self-contained page per run under runs/, written into --out (default:
 RESULTS_DIR). A file that is not a result is named and skipped; the others
 are rendered, and the command then exits 1.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{errors.New("report takes one folder of results")}
-			}
-			return nil
-		},
+		Args: exactlyOne("report", "one folder of results"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			dir := args[0]
 			if out == "" {

@@ -672,12 +672,7 @@ verdict and the fault schedule. The result holds the scenario it ran, so no
 catalogue or file is needed; --file replays an older result that does not.
 A run of a controller other than the scaler needs the tests that ran it:
 --package or --test-binary, as converge run had them.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("replay takes one result file, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: exactlyOne("replay", "one result file"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			old, err := reports.Read(args[0])
 			if err != nil {
@@ -691,8 +686,8 @@ A run of a controller other than the scaler needs the tests that ran it:
 				return err
 			}
 			var scenarioArg string
-			if old.Controller != "" && old.Controller != "scaler" && f.pkg == "" && f.testBinary == "" {
-				return usageError{fmt.Errorf("%s is a run of controller %q: pass its tests with --package or --test-binary", args[0], old.Controller)}
+			if err := f.testsOf(args[0], old); err != nil {
+				return err
 			}
 			switch {
 			case file != "":
@@ -734,6 +729,25 @@ A run of a controller other than the scaler needs the tests that ran it:
 	f.testFlags(cmd)
 	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of the run")
 	return cmd
+}
+
+// exactlyOne accepts one positional argument, what the command takes.
+func exactlyOne(command, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageError{fmt.Errorf("%s takes %s, got %d arguments", command, what, len(args))}
+		}
+		return nil
+	}
+}
+
+// testsOf refuses a result of a controller other than the scaler when
+// the flags name no tests to run it with.
+func (f runFlags) testsOf(file string, r *reports.Result) error {
+	if r.Controller != "" && r.Controller != "scaler" && f.pkg == "" && f.testBinary == "" {
+		return usageError{fmt.Errorf("%s is a run of controller %q: pass its tests with --package or --test-binary", file, r.Controller)}
+	}
+	return nil
 }
 
 // sameFaults compares two runs' firings as multisets per instant (to the

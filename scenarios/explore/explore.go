@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
@@ -55,6 +56,12 @@ type Plan struct {
 	Found  map[string]int `json:"found"`
 	Steps  []Step         `json:"steps"`
 	Points []Point        `json:"points"`
+
+	// Derived from the references on the first judgement (learn).
+	learnOnce     sync.Once
+	refEnd        map[string]flatObject
+	seenInSome    map[string]bool
+	volatileNames map[string]bool
 }
 
 // EventCount is how many times the observer saw an object added and

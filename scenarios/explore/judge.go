@@ -51,7 +51,8 @@ func (p *Plan) Judge(r *reports.Result) []Difference {
 			out = append(out, Difference{Oracle: OracleVerdict, Kind: "budget", Field: budgetOf(why), Detail: why})
 		}
 	}
-	ref := flatEnd(p.References[0], p.Masks)
+	p.learnOnce.Do(p.learn)
+	ref := p.refEnd
 	got := flatEnd(r, p.Masks)
 	for _, key := range sortedKeys(ref) {
 		want := ref[key]
@@ -92,13 +93,7 @@ func (p *Plan) Judge(r *reports.Result) []Difference {
 		if p.Seen[obj] || collapse(name) != name || !counts[obj].made() {
 			continue
 		}
-		seenSome := false
-		for _, ref := range p.References {
-			if _, ok := eventCounts(ref)[obj]; ok {
-				seenSome = true
-			}
-		}
-		if !seenSome {
+		if !p.seenInSome[obj] {
 			c := counts[obj]
 			out = append(out, Difference{Oracle: OracleEvents, Kind: resource, Field: "added/deleted", Object: obj,
 				Detail: fmt.Sprintf("%s added %d and deleted %d times; no reference run had it", obj, c.Added, c.Deleted)})
@@ -110,15 +105,24 @@ func (p *Plan) Judge(r *reports.Result) []Difference {
 // made: the object was added during the run.
 func (c EventCount) made() bool { return c.Added > 0 }
 
-// volatile: another actor deleted an object of this name in a reference.
-func (p *Plan) volatile(name string) bool {
-	for obj := range p.Volatile {
-		if _, n, _ := strings.Cut(obj, "/"); n == name {
-			return true
+// learn derives from the references, once, what every judgement reads.
+func (p *Plan) learn() {
+	p.refEnd = flatEnd(p.References[0], p.Masks)
+	p.seenInSome = map[string]bool{}
+	for _, ref := range p.References {
+		for obj := range eventCounts(ref) {
+			p.seenInSome[obj] = true
 		}
 	}
-	return false
+	p.volatileNames = map[string]bool{}
+	for obj := range p.Volatile {
+		_, name, _ := strings.Cut(obj, "/")
+		p.volatileNames[name] = true
+	}
 }
+
+// volatile: another actor deleted an object of this name in a reference.
+func (p *Plan) volatile(name string) bool { return p.volatileNames[name] }
 
 // dedupe keeps one difference per key and object.
 func dedupe(ds []Difference) []Difference {
