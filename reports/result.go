@@ -129,6 +129,9 @@ type Counters struct {
 	// On a real control plane it is kube-controller-manager's delay, which
 	// a scenario's timings must leave room for.
 	PodLag Duration `json:"podLag,omitempty"`
+	// GoalEvaluations is how often the harness judged the goal: at most
+	// once a poll, and only when something happened or a time fell due.
+	GoalEvaluations int `json:"goalEvaluations,omitempty"`
 }
 
 // History is everything the verdict was made on, in time order per kind.

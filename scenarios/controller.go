@@ -74,7 +74,10 @@ type Judge interface {
 	// Wrote sees one successful write of the controller.
 	Wrote(w Write)
 	// Goal says whether the controller's part of the goal holds, and why
-	// not.
+	// not. The harness asks again only once something happened: a
+	// request, a watch event or state reported through the View, an
+	// instance's start or end, a fault. A judge whose answer can move
+	// otherwise reports what moved it through View.Event or View.State.
 	Goal() (bool, string)
 	// Needed is, per object, how many writes its history called for
 	// (reported beside the writes made); nil when the judge cannot say.

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
@@ -16,27 +17,44 @@ type history struct {
 	broken     map[string]bool
 	writes     map[string]int // successful writes of the controller per object (resource/name)
 	series     map[seriesKey]int
+
+	// changes counts what happened that can move the goal: requests,
+	// watch events, states, firings, log lines of the instances' life.
+	// wake, buffered, hears of each (see touch).
+	changes atomic.Uint64
+	wake    chan struct{}
 }
 
 var _ chaos.Recorder = (*history)(nil)
 
 func newHistory() *history {
-	return &history{broken: map[string]bool{}, writes: map[string]int{}, series: map[seriesKey]int{},
+	return &history{broken: map[string]bool{}, writes: map[string]int{}, series: map[seriesKey]int{}, wake: make(chan struct{}, 1),
 		h: reports.History{Requests: []reports.Request{}, Events: []reports.WatchEvent{}, Faults: []chaos.Firing{},
 			States: []reports.State{}, Samples: []reports.Sample{}, Log: []reports.Entry{}}}
+}
+
+// touch counts a change and wakes the goal's watcher if it sleeps.
+func (h *history) touch() {
+	h.changes.Add(1)
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Record keeps a fault's firing.
 func (h *history) Record(f chaos.Firing) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.h.Faults = append(h.h.Faults, f)
+	h.mu.Unlock()
+	h.touch()
 }
 
 func (h *history) request(q reports.Request) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.h.Requests = append(h.h.Requests, q)
+	h.mu.Unlock()
+	h.touch()
 }
 
 func (h *history) wrote(deployment string) {
@@ -47,14 +65,16 @@ func (h *history) wrote(deployment string) {
 
 func (h *history) event(e reports.WatchEvent) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.h.Events = append(h.h.Events, e)
+	h.mu.Unlock()
+	h.touch()
 }
 
 func (h *history) state(s reports.State) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.h.States = append(h.h.States, s)
+	h.mu.Unlock()
+	h.touch()
 }
 
 // sample keeps s if it differs from the last sample.
@@ -71,6 +91,12 @@ func (h *history) sample(s reports.Sample) {
 }
 
 func (h *history) log(at time.Time, what string) {
+	h.note(at, what)
+	h.touch()
+}
+
+// note is log for the goal's watcher: its own lines change nothing.
+func (h *history) note(at time.Time, what string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: what})
@@ -79,6 +105,7 @@ func (h *history) log(at time.Time, what string) {
 // violate records the first breach of an invariant; later ones of the same
 // invariant only count in the log.
 func (h *history) violate(invariant string, at time.Time, object, request, detail string) {
+	defer h.touch()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.broken[invariant] {

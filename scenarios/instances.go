@@ -191,6 +191,7 @@ func (r *run) endInstance(ctx context.Context, inst *instance) {
 		r.mu.Lock()
 		r.restarting--
 		r.mu.Unlock()
+		r.hist.touch()
 	}()
 }
 

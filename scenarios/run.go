@@ -164,6 +164,8 @@ type run struct {
 	// busyPolls counts the goal polls in a row that found an instance
 	// with work (the goal poller's alone).
 	busyPolls int
+	// evaluations counts the goal's (the goal watcher's alone).
+	evaluations int
 
 	env    *sim.Env
 	fakeBE *fake.Backend

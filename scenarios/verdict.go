@@ -37,7 +37,7 @@ func (r *run) verdict() {
 		res.Reasons = append(res.Reasons, fmt.Sprintf("invariant %s broken at %v: %s", v.Invariant, v.At.Sub(r.start).Round(time.Millisecond), v.Detail))
 	}
 	c := reports.Counters{RequestsByVerb: map[string]int{}, RequestsByCode: map[string]int{}, Writes: map[string]int{}, Needed: map[string]int{},
-		Reconciles: -1, Retries: -1, Faults: len(h.h.Faults), Instances: r.nextIndex}
+		Reconciles: -1, Retries: -1, Faults: len(h.h.Faults), Instances: r.nextIndex, GoalEvaluations: r.evaluations}
 	for _, q := range h.h.Requests {
 		c.RequestsByVerb[q.Verb]++
 		code := strconv.Itoa(q.Code)

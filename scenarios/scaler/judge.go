@@ -262,21 +262,26 @@ func (o *judge) Goal() (bool, string) {
 	}
 	o.mu.Unlock()
 	sort.Strings(names)
+	// Only the first few are told: formatting every one of a thousand
+	// Deployments on each judgement costs more than judging them.
+	const told = 3
 	var off []string
+	n := 0
 	for _, name := range names {
 		st, _ := o.state(name)
 		switch {
 		case st.Desired >= st.Max:
 		case 2*st.Ready >= st.Desired && st.Pods == st.Desired && st.Settled:
 		default:
-			off = append(off, fmt.Sprintf("%s: %d replicas, %d pods, %d ready, max %d", name, st.Desired, st.Pods, st.Ready, st.Max))
+			if n++; n <= told {
+				off = append(off, fmt.Sprintf("%s: %d replicas, %d pods, %d ready, max %d", name, st.Desired, st.Pods, st.Ready, st.Max))
+			}
 		}
 	}
-	if len(off) > 0 {
+	if n > 0 {
 		more := ""
-		if len(off) > 3 {
-			more = fmt.Sprintf(" (and %d more)", len(off)-3)
-			off = off[:3]
+		if n > told {
+			more = fmt.Sprintf(" (and %d more)", n-told)
 		}
 		return false, "not at the policy's fixed point: " + strings.Join(off, "; ") + more
 	}
