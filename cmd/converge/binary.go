@@ -162,6 +162,59 @@ const listTimeout = 2 * time.Minute
 // list asks the binary for the scenarios its tests run: their own, or
 // with files, those files' scenarios under the tests' controllers.
 func (t *tests) list(ctx context.Context, files []string) ([]scenariotest.Listed, error) {
+	cache := t.listCache(files)
+	if cache != "" {
+		var listed []scenariotest.Listed
+		if data, err := os.ReadFile(cache); err == nil && json.Unmarshal(data, &listed) == nil && len(listed) > 0 {
+			return listed, nil
+		}
+	}
+	listed, err := t.listNow(ctx, files)
+	if err == nil && cache != "" {
+		if data, err := json.Marshal(listed); err == nil && os.MkdirAll(filepath.Dir(cache), 0o755) == nil {
+			// Written whole then renamed: a reader never sees half a file.
+			tmp := fmt.Sprintf("%s.%d", cache, os.Getpid())
+			if os.WriteFile(tmp, data, 0o644) == nil {
+				_ = os.Rename(tmp, cache)
+			}
+		}
+	}
+	return listed, err
+}
+
+// listCache is where the listing of this binary, as it is now, with these
+// files as they are now, is kept ("" when it cannot be kept): a listing
+// starts a process, a third of a short campaign's time.
+func (t *tests) listCache(files []string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	stamp := func(path string) bool {
+		st, err := os.Stat(path)
+		if err != nil {
+			return false
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", path, st.Size(), st.ModTime().UnixNano())
+		return true
+	}
+	if !stamp(t.bin) {
+		return ""
+	}
+	fmt.Fprintf(h, "%s\x00%s\x00", t.run, t.dir)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(h, "%s\x00%x\x00", f, sha256.Sum256(data))
+	}
+	return filepath.Join(dir, "converge", "lists", hex.EncodeToString(h.Sum(nil)[:16])+".json")
+}
+
+// listNow asks the binary.
+func (t *tests) listNow(ctx context.Context, files []string) ([]scenariotest.Listed, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	args := []string{"-test.run", t.run, "-test.count=1", "-converge.list"}

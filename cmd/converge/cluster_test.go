@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/converge-lab/converge/sim/envtest"
@@ -17,7 +18,8 @@ import (
 
 // run --backend cluster goes through the compiled tests too, with the
 // kubeconfig passed on: here an administrator kubeconfig of an envtest
-// control plane, as a kind cluster's would be.
+// control plane, as a kind cluster's would be. The same API server then
+// checks the campaign's Job.
 func TestRunOnACluster(t *testing.T) {
 	cp, err := envtest.StartControlPlane(context.Background())
 	if errors.Is(err, envtest.ErrNoAssets) && !envtest.Required() {
@@ -43,4 +45,8 @@ func TestRunOnACluster(t *testing.T) {
 	assert.Contains(t, out, "PASS  on-cluster/cluster/seed-1")
 	assert.Contains(t, out, "1 runs, 0 failed")
 	assert.FileExists(t, filepath.Join(report, "on-cluster_cluster_1.json"))
+
+	client, err := kubernetes.NewForConfig(cp.AdminConfig())
+	require.NoError(t, err)
+	createCampaign(t, client)
 }

@@ -26,7 +26,6 @@ import (
 type exploreFlags struct {
 	runFlags
 	seed          uint64
-	parallel      int
 	withoutFaults bool
 }
 
@@ -63,9 +62,6 @@ usage.`,
 }
 
 func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, stderr io.Writer) error {
-	if f.parallel < 1 {
-		return usageError{fmt.Errorf("--parallel must be at least 1, got %d", f.parallel)}
-	}
 	f.backends, f.seeds = []string{"fake"}, strconv.FormatUint(f.seed, 10)
 	p, err := f.check(ctx, []string{arg}, stderr)
 	if err != nil {

@@ -49,7 +49,7 @@ func scenarioFile(t *testing.T, path, name string) string {
 	return writeFile(t, path, strings.Replace(oneDeployment, "%s", name, 1))
 }
 
-// progress reads the tests' output to its end: a line of megabytes (an
+// The tracker reads the tests' output to its end: a line of megabytes (an
 // unfired list of thousands of faults) neither stops it nor blocks the
 // writer.
 func TestProgressReadsPastLongLines(t *testing.T) {
@@ -57,11 +57,13 @@ func TestProgressReadsPastLongLines(t *testing.T) {
 	in := "=== RUN TestScenarios\n" + long + "\n" + "    --- PASS: TestScenarios/a/fake/seed-1 (0.10s)\n" + long + "\n    --- FAIL: TestScenarios/b/fake/seed-1 (0.20s)"
 	var out bytes.Buffer
 	r := strings.NewReader(in)
-	n := progress(r, &out, 0)
-	assert.Equal(t, 2, n, out.String())
+	tr := newTracker(&out, 2)
+	tr.read(r)
+	assert.Equal(t, 2, tr.done, out.String())
+	assert.Equal(t, 1, tr.failed, out.String())
 	assert.Equal(t, 0, r.Len(), "read to the end")
-	assert.Contains(t, out.String(), "PASS  a/fake/seed-1")
-	assert.Contains(t, out.String(), "FAIL  b/fake/seed-1")
+	assert.Contains(t, out.String(), "1/2  PASS  a/fake/seed-1")
+	assert.Contains(t, out.String(), "2/2  FAIL  b/fake/seed-1")
 }
 
 // Firings at one instant have no order: two runs that fired the same faults
@@ -223,7 +225,8 @@ func TestReplayRunsTheScenarioItHolds(t *testing.T) {
 }
 
 // One log file for the whole invocation, however many seeds: under a low
-// limit on open files, twelve seeds run.
+// limit on open files (two processes side by side need about 22), thirty
+// seeds run.
 func TestManySeedsUnderAFileLimit(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh to set the limit with")
@@ -234,8 +237,8 @@ func TestManySeedsUnderAFileLimit(t *testing.T) {
 	outb, err := build.CombinedOutput()
 	require.NoError(t, err, string(outb))
 	file := scenarioFile(t, filepath.Join(dir, "small.yaml"), "small")
-	cmd := exec.Command("sh", "-c", `ulimit -n 20 && exec "$0" run "$1" --seeds 1-12 --report "$2" --test-binary "$3"`, cli, file, filepath.Join(dir, "r"), scenarioTests(t))
+	cmd := exec.Command("sh", "-c", `ulimit -n 40 && exec "$0" run "$1" --seeds 1-30 --parallel 2 --report "$2" --test-binary "$3"`, cli, file, filepath.Join(dir, "r"), scenarioTests(t))
 	outb, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(outb))
-	assert.Contains(t, string(outb), "12 runs, 0 failed")
+	assert.Contains(t, string(outb), "30 runs, 0 failed")
 }

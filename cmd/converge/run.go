@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -57,7 +57,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(listCommand(ctx, stdout, stderr), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout),
-		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr))
+		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout))
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		return usageError{err}
@@ -125,6 +125,8 @@ func oneLine(s string, n int) string {
 }
 
 type runFlags struct {
+	parallel   int
+	shard      string
 	backends   []string
 	seeds      string
 	report     string
@@ -168,6 +170,8 @@ runs against their controller instead of their own scenarios.`,
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster backend")
 	f.testFlags(cmd)
 	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of one run; a run that passes it ends as an error")
+	cmd.Flags().IntVar(&f.parallel, "parallel", runtime.NumCPU(), "processes side by side: each run on fake has a process of its own; the runs of a seed on envtest or a cluster share one, one such at a time")
+	cmd.Flags().StringVar(&f.shard, "shard", "", "i/n: run only shard i (from 0) of n of the runs asked for (every n-th of them sorted by scenario, backend and seed); converge merge joins the shards' reports")
 	return cmd
 }
 
@@ -181,7 +185,10 @@ type plan struct {
 	// own are the tests' own scenarios that run, files those of the
 	// scenario files.
 	own, files []scenariotest.Listed
-	runID      string
+	// runs are what this invocation runs: its shard of expected().
+	runs  []runKey
+	shard shard
+	runID string
 }
 
 // check validates every flag before any run starts, so a mistake costs
@@ -211,6 +218,12 @@ func (f runFlags) check(ctx context.Context, args []string, stderr io.Writer) (*
 	}
 	if f.runTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--run-timeout must be positive, got %v", f.runTimeout))
+	}
+	if f.parallel < 1 {
+		errs = append(errs, fmt.Errorf("--parallel must be at least 1, got %d", f.parallel))
+	}
+	if p.shard, err = parseShard(f.shard); err != nil {
+		errs = append(errs, err)
 	}
 	if f.testBinary != "" && f.pkg != "" {
 		errs = append(errs, errors.New("--test-binary and --package both name the tests; pass one"))
@@ -273,6 +286,7 @@ func (f runFlags) check(ctx context.Context, args []string, stderr io.Writer) (*
 		}
 		return nil, usageError{fmt.Errorf("nothing to run on --backend %s: %s", strings.Join(p.backends, ","), strings.Join(on, "; "))}
 	}
+	p.runs = p.shard.pick(p.expected())
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)
 	p.runID = hex.EncodeToString(id)
@@ -346,6 +360,10 @@ func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
+	if len(p.runs) == 0 {
+		fmt.Fprintf(stdout, "shard %d/%d has no runs: the invocation asks for %d in all\n", p.shard.index, p.shard.count, len(p.expected()))
+		return nil
+	}
 	began := time.Now()
 	runErr := runCompiled(ctx, p, stdout, stderr)
 	if runErr != nil && ctx.Err() == nil && !errors.As(runErr, new(*childError)) {
@@ -357,7 +375,7 @@ func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr
 		// owed left its result, which says why.
 		runErr = nil
 	}
-	err = summarise(results, missing, p, time.Since(began), stdout)
+	err = summarise(results, missing, summary{report: p.report, junit: p.junit, flag: p.tests.flag, log: true}, time.Since(began), stdout)
 	return errors.Join(runErr, err)
 }
 
@@ -365,20 +383,23 @@ func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr
 type runKey struct {
 	scenario, backend string
 	seed              uint64
+	// test runs it, from a scenario file if file.
+	test string
+	file bool
 }
 
 func (k runKey) String() string { return fmt.Sprintf("%s/%s/seed-%d", k.scenario, k.backend, k.seed) }
 
-// expected lists the runs the invocation asked for.
+// expected lists the runs the invocation asked for, before --shard.
 func (p *plan) expected() []runKey {
 	var out []runKey
-	for _, s := range p.listed() {
+	for i, s := range p.listed() {
 		for _, b := range p.backends {
 			if !slices.Contains(s.Backends, b) {
 				continue
 			}
 			for _, seed := range p.seedList {
-				out = append(out, runKey{s.Name, b, seed})
+				out = append(out, runKey{scenario: s.Name, backend: b, seed: seed, test: s.Test, file: i >= len(p.own)})
 			}
 		}
 	}
@@ -406,7 +427,7 @@ func (p *plan) collect() ([]*reports.Result, []runKey) {
 	}
 	var results []*reports.Result
 	var missing []runKey
-	for _, k := range p.expected() {
+	for _, k := range p.runs {
 		found := false
 		for _, name := range byPrefix[fmt.Sprintf("%s_%s_%d", k.scenario, k.backend, k.seed)] {
 			r, err := reports.Read(filepath.Join(p.report, name))
@@ -426,9 +447,10 @@ func (p *plan) collect() ([]*reports.Result, []runKey) {
 // childError is the scenario tests' process failing for a reason of its
 // own (not a failed verdict): the runs it owed have no result.
 type childError struct {
-	bin    string
-	err    error
-	output []string
+	bin      string
+	err      error
+	output   []string
+	sequence int
 }
 
 func (e *childError) Error() string {
@@ -437,83 +459,6 @@ func (e *childError) Error() string {
 		msg += "; their last output:\n  " + strings.Join(e.output, "\n  ")
 	}
 	return msg
-}
-
-// runCompiled runs the plan through the compiled tests, one process per
-// seed and test, printing each run as it ends.
-func runCompiled(ctx context.Context, p *plan, stdout, stderr io.Writer) error {
-	// The controllers' logs go to a file beside the results.
-	logFile, err := os.OpenFile(filepath.Join(p.report, "scenarios.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	type group struct {
-		test  string
-		names []string
-		files bool
-	}
-	var groups []*group
-	add := func(listed []scenariotest.Listed, files bool) {
-		byTest := map[string]*group{}
-		for _, l := range listed {
-			g := byTest[l.Test]
-			if g == nil {
-				g = &group{test: l.Test, files: files}
-				byTest[l.Test] = g
-				groups = append(groups, g)
-			}
-			g.names = append(g.names, l.Name)
-		}
-	}
-	add(p.own, false)
-	add(p.files, true)
-	done := 0
-	var childErrs []error
-	for _, seed := range p.seedList {
-		for _, g := range groups {
-			// Each run has its own limit; the process's is a backstop for
-			// a hang outside any run.
-			timeout := p.runTimeout*time.Duration(len(g.names)*len(p.backends)) + 10*time.Minute
-			args := []string{"-test.run", pattern(g.test, g.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String(),
-				"-converge.seed=" + strconv.FormatUint(seed, 10), "-converge.seeds=1",
-				"-converge.report=" + p.report, "-converge.backends=" + strings.Join(p.backends, ","),
-				"-converge.run-id=" + p.runID, "-converge.run-timeout=" + p.runTimeout.String()}
-			if g.files {
-				for _, file := range p.sel.files {
-					args = append(args, "-converge.file="+file)
-				}
-			}
-			if slices.Contains(p.backends, scenarios.Cluster) {
-				args = append(args, "-converge.kubeconfig="+p.kubeconfig)
-			}
-			tail := &tailWriter{max: 20}
-			cmd := exec.CommandContext(ctx, p.tests.bin, args...)
-			cmd.Dir = p.tests.dir
-			cmd.Stderr = io.MultiWriter(logFile, tail)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				return err
-			}
-			if err := cmd.Start(); err != nil {
-				return &childError{bin: p.tests.bin, err: err}
-			}
-			done = progress(io.TeeReader(out, io.MultiWriter(logFile, tail)), stdout, done)
-			if err := cmd.Wait(); err != nil {
-				if ctx.Err() != nil {
-					return fmt.Errorf("interrupted: %w", ctx.Err())
-				}
-				// A failed verdict fails its test, and the results say
-				// which; anything else is the process's own failure, told
-				// with its output if no result explains it.
-				childErrs = append(childErrs, &childError{bin: p.tests.bin, err: err, output: tail.lines})
-			}
-		}
-	}
-	if len(childErrs) > 0 {
-		return childErrs[len(childErrs)-1]
-	}
-	return nil
 }
 
 // tailWriter keeps the last max lines written to it.
@@ -543,35 +488,6 @@ func (w *tailWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// runLine is a run's end in go test -v output: TEST/scenario/backend/seed-N,
-// where TEST may hold slashes of its own.
-var runLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): \S+/([^/\s]+)/([^/\s]+)/(seed-\d+) \(([^)]*)\)`)
-
-// maxLine is how much of one output line progress looks at; the rest of a
-// longer line is read and dropped, so the child never blocks on a full pipe.
-const maxLine = 64 << 10
-
-// progress prints one line per finished run from the test binary's -v
-// output, numbered on from done, and returns the new count. It reads r to
-// its end whatever it holds.
-func progress(r io.Reader, stdout io.Writer, done int) int {
-	br := bufio.NewReaderSize(r, maxLine)
-	n := done
-	for {
-		line, err := readLine(br)
-		if m := runLine.FindStringSubmatch(line); m != nil {
-			n++
-			fmt.Fprintf(stdout, "%4d  %-4s  %s/%s/%s  %s\n", n, m[1], m[2], m[3], m[4], m[5])
-		} else if strings.Contains(line, "SKIPPED (envtest)") {
-			fmt.Fprintln(stdout, strings.TrimSpace(line))
-		}
-		if err != nil {
-			_, _ = io.Copy(io.Discard, r)
-			return n
-		}
-	}
-}
-
 // readLine returns the next line, at most maxLine bytes of it.
 func readLine(br *bufio.Reader) (string, error) {
 	line, err := br.ReadSlice('\n')
@@ -590,10 +506,18 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// summary says where summarise writes: the results folder, JUnit, how to
+// name the tests again on a command line, and whether the folder holds the
+// controllers' log.
+type summary struct {
+	report, junit, flag string
+	log                 bool
+}
+
 // summarise prints the failures with their replay commands, the runs that
 // left no result, writes JUnit and the HTML report, and returns errFailed if
 // any run failed, proved nothing about a fault, or left no result.
-func summarise(results []*reports.Result, missing []runKey, p *plan, took time.Duration, stdout io.Writer) error {
+func summarise(results []*reports.Result, missing []runKey, p summary, took time.Duration, stdout io.Writer) error {
 	sort.Slice(results, func(i, j int) bool { return results[i].FileName() < results[j].FileName() })
 	failed, unfired := 0, 0
 	for _, r := range results {
@@ -608,7 +532,7 @@ func summarise(results []*reports.Result, missing []runKey, p *plan, took time.D
 		for _, note := range r.Notes {
 			fmt.Fprintf(stdout, "  note: %s\n", note)
 		}
-		fmt.Fprintf(stdout, "  replay: converge replay %s%s\n  or:     %s\n", shellQuote(filepath.Join(p.report, r.FileName())), p.tests.flag, r.Replay)
+		fmt.Fprintf(stdout, "  replay: converge replay %s%s\n  or:     %s\n", shellQuote(filepath.Join(p.report, r.FileName())), p.flag, r.Replay)
 	}
 	for _, r := range results {
 		if len(r.Unfired) > 0 {
@@ -627,8 +551,15 @@ func summarise(results []*reports.Result, missing []runKey, p *plan, took time.D
 		}
 	}
 	index, htmlErr := reports.WriteHTML(p.report, results, "")
-	fmt.Fprintf(stdout, "\n%d runs, %d failed, %d with faults that never fired, %d without a result, in %v\nresults: %s\nlogs:    %s\n",
-		len(results)+len(missing), failed, unfired, len(missing), took.Round(time.Millisecond), p.report, filepath.Join(p.report, "scenarios.log"))
+	in := ""
+	if took > 0 {
+		in = ", in " + took.Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(stdout, "\n%d runs, %d failed, %d with faults that never fired, %d without a result%s\nresults: %s\n",
+		len(results)+len(missing), failed, unfired, len(missing), in, p.report)
+	if p.log {
+		fmt.Fprintf(stdout, "logs:    %s\n", filepath.Join(p.report, "scenarios.log"))
+	}
 	if htmlErr != nil {
 		fmt.Fprintf(stdout, "report:  %v\n", htmlErr)
 		errs = append(errs, htmlErr)
@@ -702,7 +633,7 @@ A run of a controller other than the scaler needs the tests that ran it:
 				// An older result: the tests' own scenario of that name.
 				scenarioArg = old.Scenario
 			}
-			f.backends, f.seeds, f.report = []string{old.Backend}, strconv.FormatUint(old.Seed, 10), filepath.Join(dir, "results")
+			f.backends, f.seeds, f.report, f.parallel = []string{old.Backend}, strconv.FormatUint(old.Seed, 10), filepath.Join(dir, "results"), 1
 			p, err := f.check(ctx, []string{scenarioArg}, stderr)
 			if err != nil {
 				return err
@@ -779,43 +710,72 @@ func sameFaults(a, b *reports.Result) string {
 	return fmt.Sprintf("the same %d firings at the same instants", len(fa))
 }
 
-// timeTable prints, per scenario and backend, the simulated and wall time
-// of its runs and their ratio: on fake, how much faster than real time a
-// scenario runs.
+// timeTable prints, per scenario and backend, its runs, how many failed
+// and under which seeds (what a campaign found where), and the simulated
+// and wall time of its runs and their ratio: on fake, how much faster than
+// real time a scenario runs.
 func timeTable(results []*reports.Result, stdout io.Writer) {
 	type row struct {
-		runs            int
+		runs, failed    int
+		seeds           []uint64
 		simulated, wall time.Duration
 	}
 	rows := map[string]*row{}
 	var keys []string
 	for _, r := range results {
-		if r.Error != "" || r.Wall <= 0 {
-			continue
-		}
 		k := r.Scenario + "/" + r.Backend
 		if rows[k] == nil {
 			rows[k] = &row{}
 			keys = append(keys, k)
 		}
 		rows[k].runs++
-		rows[k].simulated += time.Duration(r.Simulated)
-		rows[k].wall += time.Duration(r.Wall)
+		if !r.Pass {
+			rows[k].failed++
+			rows[k].seeds = append(rows[k].seeds, r.Seed)
+		}
+		if r.Error == "" && r.Wall > 0 {
+			rows[k].simulated += time.Duration(r.Simulated)
+			rows[k].wall += time.Duration(r.Wall)
+		}
 	}
 	if len(keys) == 0 {
 		return
 	}
 	sort.Strings(keys)
+	ratio := func(r *row) string {
+		if r.wall <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0fx", r.simulated.Seconds()/r.wall.Seconds())
+	}
 	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "\nscenario/backend\truns\tsimulated\twall\tsimulated/wall\t")
+	fmt.Fprintln(w, "\nscenario/backend\truns\tfailed\tsimulated\twall\tsimulated/wall\t")
 	var total row
 	for _, k := range keys {
 		r := rows[k]
 		total.runs += r.runs
+		total.failed += r.failed
 		total.simulated += r.simulated
 		total.wall += r.wall
-		fmt.Fprintf(w, "%s\t%d\t%v\t%v\t%.0fx\t\n", k, r.runs, r.simulated.Round(time.Millisecond), r.wall.Round(time.Millisecond), r.simulated.Seconds()/r.wall.Seconds())
+		fmt.Fprintf(w, "%s\t%d\t%s\t%v\t%v\t%s\t\n", k, r.runs, failedSeeds(r.failed, r.seeds), r.simulated.Round(time.Millisecond), r.wall.Round(time.Millisecond), ratio(r))
 	}
-	fmt.Fprintf(w, "all\t%d\t%v\t%v\t%.0fx\t\n", total.runs, total.simulated.Round(time.Millisecond), total.wall.Round(time.Millisecond), total.simulated.Seconds()/total.wall.Seconds())
+	fmt.Fprintf(w, "all\t%d\t%d\t%v\t%v\t%s\t\n", total.runs, total.failed, total.simulated.Round(time.Millisecond), total.wall.Round(time.Millisecond), ratio(&total))
 	_ = w.Flush()
+}
+
+// failedSeeds is "0", or "2 (seeds 4, 17)", the first few seeds named.
+func failedSeeds(n int, seeds []uint64) string {
+	if n == 0 {
+		return "0"
+	}
+	slices.Sort(seeds)
+	var named []string
+	for _, s := range seeds[:min(len(seeds), 5)] {
+		named = append(named, strconv.FormatUint(s, 10))
+	}
+	more := ""
+	if len(seeds) > 5 {
+		more = ", ..."
+	}
+	return fmt.Sprintf("%d (seeds %s%s)", n, strings.Join(named, ", "), more)
 }

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/spf13/cobra"
+)
+
+// shard is one slice of a campaign's runs: the runs whose place in the
+// sorted run set is index modulo count.
+type shard struct{ index, count int }
+
+// parseShard reads --shard i/n (i from 0).
+func parseShard(s string) (shard, error) {
+	if s == "" {
+		return shard{0, 1}, nil
+	}
+	i, n, ok := strings.Cut(s, "/")
+	index, err1 := strconv.Atoi(strings.TrimSpace(i))
+	count, err2 := strconv.Atoi(strings.TrimSpace(n))
+	if !ok || err1 != nil || err2 != nil {
+		return shard{}, fmt.Errorf("--shard %q: want i/n, such as 0/4 (shards count from 0)", s)
+	}
+	if count < 1 || count > maxSeeds {
+		return shard{}, fmt.Errorf("--shard %q: the number of shards must be within 1..%d", s, maxSeeds)
+	}
+	if index < 0 || index >= count {
+		return shard{}, fmt.Errorf("--shard %q: the shard must be within 0..%d (shards count from 0)", s, count-1)
+	}
+	return shard{index, count}, nil
+}
+
+// pick keeps the shard's runs of all: all sorted by scenario, backend and
+// seed, then every count-th from index. The slice depends on the run set
+// alone, so the shards of one invocation on n machines cover it once.
+func (s shard) pick(all []runKey) []runKey {
+	sorted := slices.Clone(all)
+	slices.SortFunc(sorted, func(a, b runKey) int {
+		return cmp.Or(strings.Compare(a.scenario, b.scenario), strings.Compare(a.backend, b.backend), cmp.Compare(a.seed, b.seed))
+	})
+	var out []runKey
+	for i, k := range sorted {
+		if i%s.count == s.index {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// unit is one process of the compiled tests and the runs it owes. A run on
+// fake has a process of its own, so a panic or a hang of the controller in
+// one run cannot touch another's verdict; the runs of one seed on envtest or
+// a cluster share a process, which starts the control plane once and runs
+// them side by side.
+type unit struct {
+	test     string
+	names    []string
+	files    bool
+	backend  string
+	seed     uint64
+	runs     int
+	heavy    bool // needs a control plane or a cluster: one such unit at a time
+	sequence int  // place in the plan, for a stable order of the errors
+}
+
+// units cuts the runs into processes.
+func units(runs []runKey) []*unit {
+	var out []*unit
+	shared := map[string]*unit{}
+	for _, k := range runs {
+		if k.backend == scenarios.Fake {
+			out = append(out, &unit{test: k.test, names: []string{k.scenario}, files: k.file, backend: k.backend, seed: k.seed, runs: 1, sequence: len(out)})
+			continue
+		}
+		key := fmt.Sprintf("%s\x00%v\x00%s\x00%d", k.test, k.file, k.backend, k.seed)
+		u := shared[key]
+		if u == nil {
+			u = &unit{test: k.test, files: k.file, backend: k.backend, seed: k.seed, heavy: true, sequence: len(out)}
+			shared[key] = u
+			out = append(out, u)
+		}
+		u.names = append(u.names, k.scenario)
+		u.runs++
+	}
+	return out
+}
+
+// runCompiled runs the plan's runs through the compiled tests, up to
+// --parallel processes at once, printing each run as it ends and the
+// campaign's progress.
+func runCompiled(ctx context.Context, p *plan, stdout, stderr io.Writer) error {
+	// The controllers' logs go to a file beside the results, a whole line
+	// at a time whichever process wrote it.
+	logFile, err := os.OpenFile(filepath.Join(p.report, "scenarios.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	var logMu sync.Mutex
+	work := units(p.runs)
+	parallel := max(p.parallel, 1)
+	tr := newTracker(stdout, len(p.runs))
+	defer tr.finish()
+	// Units on envtest or a cluster run one at a time, in a lane of their
+	// own beside the others.
+	var light, heavy []*unit
+	for _, u := range work {
+		if u.heavy && parallel > 1 {
+			heavy = append(heavy, u)
+		} else {
+			light = append(light, u)
+		}
+	}
+	var mu sync.Mutex
+	var childErrs []*childError
+	lane := func(jobs <-chan *unit) {
+		for u := range jobs {
+			if ctx.Err() != nil {
+				continue
+			}
+			if err := runUnit(ctx, p, u, &lineWriter{w: logFile, mu: &logMu}, tr); err != nil {
+				mu.Lock()
+				err.sequence = u.sequence
+				childErrs = append(childErrs, err)
+				mu.Unlock()
+			}
+		}
+	}
+	feed := func(units []*unit) <-chan *unit {
+		ch := make(chan *unit, len(units))
+		for _, u := range units {
+			ch <- u
+		}
+		close(ch)
+		return ch
+	}
+	var wg sync.WaitGroup
+	lanes := parallel
+	if len(heavy) > 0 {
+		wg.Go(func() { lane(feed(heavy)) })
+		lanes--
+	}
+	lightJobs := feed(light)
+	for range min(lanes, len(light)) {
+		wg.Go(func() { lane(lightJobs) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	if len(childErrs) > 0 {
+		slices.SortFunc(childErrs, func(a, b *childError) int { return cmp.Compare(a.sequence, b.sequence) })
+		return childErrs[len(childErrs)-1]
+	}
+	return nil
+}
+
+// runUnit runs one process of the compiled tests. A failed verdict fails
+// its test, and the results say which; anything else is the process's own
+// failure, told with its last output.
+func runUnit(ctx context.Context, p *plan, u *unit, log io.Writer, tr *tracker) *childError {
+	// Each run has its own limit; the process's is a backstop for a hang
+	// outside any run.
+	timeout := p.runTimeout*time.Duration(u.runs) + 10*time.Minute
+	args := []string{"-test.run", pattern(u.test, u.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String(),
+		"-converge.seed=" + strconv.FormatUint(u.seed, 10), "-converge.seeds=1",
+		"-converge.report=" + p.report, "-converge.backends=" + u.backend,
+		"-converge.run-id=" + p.runID, "-converge.run-timeout=" + p.runTimeout.String()}
+	if u.files {
+		for _, file := range p.sel.files {
+			args = append(args, "-converge.file="+file)
+		}
+	}
+	if u.backend == scenarios.Cluster {
+		args = append(args, "-converge.kubeconfig="+p.kubeconfig)
+	}
+	tail := &tailWriter{max: 20}
+	cmd := exec.CommandContext(ctx, p.tests.bin, args...)
+	cmd.Dir = p.tests.dir
+	cmd.Env = childEnv(os.Environ())
+	cmd.Stderr = io.MultiWriter(log, tail)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return &childError{bin: p.tests.bin, err: err}
+	}
+	if err := cmd.Start(); err != nil {
+		return &childError{bin: p.tests.bin, err: err}
+	}
+	tr.read(io.TeeReader(out, io.MultiWriter(log, tail)))
+	if err := cmd.Wait(); err != nil && ctx.Err() == nil {
+		return &childError{bin: p.tests.bin, err: err, output: tail.lines}
+	}
+	return nil
+}
+
+// childGOGC is the garbage collector's target in the processes that run
+// scenarios, unless the caller's environment sets one: a run is short and
+// allocates much, and collecting a quarter as often takes a quarter off
+// its time for a few tens of megabytes more.
+const childGOGC = "400"
+
+func childEnv(env []string) []string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "GOGC=") {
+			return env
+		}
+	}
+	return append(env, "GOGC="+childGOGC)
+}
+
+// lineWriter writes whole lines to w under mu, so the output of processes
+// side by side does not interleave within a line.
+type lineWriter struct {
+	w       io.Writer
+	mu      *sync.Mutex
+	partial []byte
+}
+
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.partial = append(l.partial, b...)
+	i := bytes.LastIndexByte(l.partial, '\n')
+	if i < 0 {
+		if len(l.partial) > maxLine {
+			i = len(l.partial) - 1
+		} else {
+			return len(b), nil
+		}
+	}
+	l.mu.Lock()
+	_, err := l.w.Write(l.partial[:i+1])
+	l.mu.Unlock()
+	l.partial = append(l.partial[:0], l.partial[i+1:]...)
+	return len(b), err
+}
+
+// tracker prints each run as it ends and the campaign's progress: runs done
+// and failed and an estimate of the time left, on one line that updates in
+// a terminal, and as a plain line at each tenth of the runs in a log.
+type tracker struct {
+	mu           sync.Mutex
+	out          io.Writer
+	tty          bool
+	total        int
+	done, failed int
+	began        time.Time
+	shown        bool // the progress line is on screen
+	lastTenth    int
+}
+
+func newTracker(out io.Writer, total int) *tracker {
+	tty := false
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) && os.Getenv("CI") == "" {
+		tty = true
+	}
+	return &tracker{out: out, tty: tty, total: total, began: time.Now()}
+}
+
+// runLine is a run's end in go test -v output: TEST/scenario/backend/seed-N,
+// where TEST may hold slashes of its own.
+var runLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): \S+/([^/\s]+)/([^/\s]+)/(seed-\d+) \(([^)]*)\)`)
+
+// maxLine is how much of one output line the tracker looks at; the rest of
+// a longer line is read and dropped, so the child never blocks on a full
+// pipe.
+const maxLine = 64 << 10
+
+// read follows one process's go test -v output to its end, whatever it
+// holds.
+func (t *tracker) read(r io.Reader) {
+	br := bufio.NewReaderSize(r, maxLine)
+	for {
+		line, err := readLine(br)
+		if m := runLine.FindStringSubmatch(line); m != nil {
+			t.ran(m[1], m[2]+"/"+m[3]+"/"+m[4], m[5])
+		} else if strings.Contains(line, "SKIPPED (envtest)") {
+			t.print(strings.TrimSpace(line))
+		}
+		if err != nil {
+			_, _ = io.Copy(io.Discard, r)
+			return
+		}
+	}
+}
+
+// ran counts a run's end and prints it.
+func (t *tracker) ran(verdict, run, took string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done++
+	if verdict == "FAIL" {
+		t.failed++
+	}
+	t.clear()
+	width := len(strconv.Itoa(max(t.total, t.done)))
+	fmt.Fprintf(t.out, "%*d/%d  %-4s  %s  %s\n", width, t.done, t.total, verdict, run, took)
+	switch {
+	case t.tty:
+		fmt.Fprint(t.out, t.status())
+		t.shown = true
+	case t.total >= 20 && t.done*10/t.total > t.lastTenth:
+		t.lastTenth = t.done * 10 / t.total
+		fmt.Fprintln(t.out, t.status())
+	}
+}
+
+func (t *tracker) print(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clear()
+	fmt.Fprintln(t.out, line)
+	if t.tty {
+		fmt.Fprint(t.out, t.status())
+		t.shown = true
+	}
+}
+
+// clear takes the progress line off a terminal.
+func (t *tracker) clear() {
+	if t.shown {
+		fmt.Fprint(t.out, "\r\033[K")
+		t.shown = false
+	}
+}
+
+// status is the progress line: done, failed, and the time left at the pace
+// so far.
+func (t *tracker) status() string {
+	elapsed := time.Since(t.began)
+	s := fmt.Sprintf("progress: %d of %d runs done, %d failed, %v elapsed", t.done, t.total, t.failed, elapsed.Round(time.Second))
+	if t.done > 0 && t.done < t.total {
+		left := time.Duration(float64(elapsed) / float64(t.done) * float64(t.total-t.done))
+		s += fmt.Sprintf(", about %v left", left.Round(time.Second))
+	}
+	return s
+}
+
+// finish takes the progress line off a terminal for good.
+func (t *tracker) finish() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clear()
+}
+
+// mergeCommand joins the results of a campaign's shards into one report.
+func mergeCommand(stdout io.Writer) *cobra.Command {
+	var s summary
+	cmd := &cobra.Command{
+		Use:   "merge RESULTS_DIR... --report DIR",
+		Short: "Join the results of a campaign's shards (converge run --shard) into one report",
+		Long: `Join the results of several folders, such as the shards of one campaign
+(converge run --shard i/n on several machines), into --report: every result
+copied there, index.html and a page per run, JUnit with --junit, and the
+table of runs, failures and times per scenario. A run found in two folders
+is refused: two shards of different campaigns, or one folder given twice.
+Exits 1 if any run failed, as converge run does.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{errors.New("merge takes one or more folders of results")}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return merge(args, s, stdout)
+		},
+	}
+	cmd.Flags().StringVar(&s.report, "report", "", "folder for the joined results and report (required)")
+	cmd.Flags().StringVar(&s.junit, "junit", "", "write JUnit XML here")
+	return cmd
+}
+
+func merge(dirs []string, s summary, stdout io.Writer) error {
+	if s.report == "" {
+		return usageError{errors.New("merge needs --report, the folder for the joined results")}
+	}
+	out, err := filepath.Abs(s.report)
+	if err != nil {
+		return usageError{err}
+	}
+	s.report = out
+	type from struct {
+		dir string
+		r   *reports.Result
+	}
+	seen := map[string]string{}
+	var all []from
+	var errs []error
+	for _, dir := range dirs {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return usageError{err}
+		}
+		if st, err := os.Stat(abs); err != nil {
+			return usageError{fmt.Errorf("results folder: %w", err)}
+		} else if !st.IsDir() {
+			return usageError{fmt.Errorf("%s is not a folder of results", dir)}
+		}
+		results, readErr := reports.ReadDir(abs)
+		if readErr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", dir, readErr))
+		}
+		for _, r := range results {
+			if other, dup := seen[r.FileName()]; dup {
+				return usageError{fmt.Errorf("run %s/%s/seed-%d is in both %s and %s: merge the shards of one campaign, each once", r.Scenario, r.Backend, r.Seed, other, dir)}
+			}
+			seen[r.FileName()] = dir
+			all = append(all, from{abs, r})
+		}
+	}
+	if len(all) == 0 {
+		return errors.Join(append([]error{fmt.Errorf("no results in %s", strings.Join(dirs, ", "))}, errs...)...)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return usageError{fmt.Errorf("--report: %w", err)}
+	}
+	if s.junit != "" {
+		// Found now, not after the report is written.
+		f, err := os.OpenFile(s.junit, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return usageError{fmt.Errorf("--junit: %w", err)}
+		}
+		_ = f.Close()
+	}
+	results := make([]*reports.Result, 0, len(all))
+	for _, f := range all {
+		if f.dir != out {
+			if _, err := reports.Write(out, f.r); err != nil {
+				return err
+			}
+		}
+		results = append(results, f.r)
+	}
+	fmt.Fprintf(stdout, "%d results from %d folders\n", len(results), len(dirs))
+	err = summarise(results, nil, s, 0, stdout)
+	if len(errs) > 0 {
+		err = errors.Join(err, fmt.Errorf("some files were skipped: %w", errors.Join(errs...)))
+	}
+	return err
+}
