@@ -66,40 +66,44 @@ func (s shard) pick(all []runKey) []runKey {
 	return out
 }
 
-// unit is one process of the compiled tests and the runs it owes. A run on
-// fake has a process of its own, so a panic or a hang of the controller in
-// one run cannot touch another's verdict; the runs of one seed on envtest or
-// a cluster share a process, which starts the control plane once and runs
-// them side by side.
+// unit is one process of the compiled tests and the runs it owes. Runs on
+// fake share a process per seed, a slice of the seed's scenarios each, one
+// run at a time; when such a process dies (a fatal error, the process's own
+// timeout), each of its runs that left no result runs again in a process of
+// its own, so one run's death takes no other's verdict with it. The runs of
+// one seed on envtest or a cluster share a process that starts the control
+// plane once and runs them side by side.
 type unit struct {
 	test     string
 	names    []string
 	files    bool
 	backend  string
 	seed     uint64
-	runs     int
 	heavy    bool // needs a control plane or a cluster: one such unit at a time
 	sequence int  // place in the plan, for a stable order of the errors
 }
 
-// units cuts the runs into processes.
-func units(runs []runKey) []*unit {
+// units cuts the runs into processes: for fake, at least two per process
+// slot when there are runs enough, so the slots stay busy to the end.
+func units(runs []runKey, parallel int) []*unit {
 	var out []*unit
 	shared := map[string]*unit{}
+	fake := 0
 	for _, k := range runs {
 		if k.backend == scenarios.Fake {
-			out = append(out, &unit{test: k.test, names: []string{k.scenario}, files: k.file, backend: k.backend, seed: k.seed, runs: 1, sequence: len(out)})
-			continue
+			fake++
 		}
+	}
+	per := max(1, (fake+2*parallel-1)/(2*parallel))
+	for _, k := range runs {
 		key := fmt.Sprintf("%s\x00%v\x00%s\x00%d", k.test, k.file, k.backend, k.seed)
 		u := shared[key]
-		if u == nil {
-			u = &unit{test: k.test, files: k.file, backend: k.backend, seed: k.seed, heavy: true, sequence: len(out)}
+		if u == nil || (!u.heavy && len(u.names) == per) {
+			u = &unit{test: k.test, files: k.file, backend: k.backend, seed: k.seed, heavy: k.backend != scenarios.Fake, sequence: len(out)}
 			shared[key] = u
 			out = append(out, u)
 		}
 		u.names = append(u.names, k.scenario)
-		u.runs++
 	}
 	return out
 }
@@ -115,9 +119,9 @@ func runCompiled(ctx context.Context, p *plan, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer logFile.Close()
-	var logMu sync.Mutex
-	work := units(p.runs)
+	log := &sharedLog{w: logFile}
 	parallel := max(p.parallel, 1)
+	work := units(p.runs, parallel)
 	tr := newTracker(stdout, len(p.runs))
 	defer tr.finish()
 	// Units on envtest or a cluster run one at a time, in a lane of their
@@ -137,7 +141,20 @@ func runCompiled(ctx context.Context, p *plan, stdout, stderr io.Writer) error {
 			if ctx.Err() != nil {
 				continue
 			}
-			if err := runUnit(ctx, p, u, &lineWriter{w: logFile, mu: &logMu}, tr); err != nil {
+			err := runUnit(ctx, p, u, log, tr)
+			if err != nil && !u.heavy && len(u.names) > 1 && ctx.Err() == nil {
+				// Each run the process owed and did not finish, again
+				// alone: the one that killed it dies alone.
+				err = nil
+				for _, name := range p.unfinished(u) {
+					alone := *u
+					alone.names = []string{name}
+					if e := runUnit(ctx, p, &alone, log, tr); e != nil {
+						err = e
+					}
+				}
+			}
+			if err != nil {
 				mu.Lock()
 				err.sequence = u.sequence
 				childErrs = append(childErrs, err)
@@ -177,10 +194,10 @@ func runCompiled(ctx context.Context, p *plan, stdout, stderr io.Writer) error {
 // runUnit runs one process of the compiled tests. A failed verdict fails
 // its test, and the results say which; anything else is the process's own
 // failure, told with its last output.
-func runUnit(ctx context.Context, p *plan, u *unit, log io.Writer, tr *tracker) *childError {
+func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker) *childError {
 	// Each run has its own limit; the process's is a backstop for a hang
 	// outside any run.
-	timeout := p.runTimeout*time.Duration(u.runs) + 10*time.Minute
+	timeout := p.runTimeout*time.Duration(len(u.names)) + 10*time.Minute
 	args := []string{"-test.run", pattern(u.test, u.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String(),
 		"-converge.seed=" + strconv.FormatUint(u.seed, 10), "-converge.seeds=1",
 		"-converge.report=" + p.report, "-converge.backends=" + u.backend,
@@ -193,11 +210,19 @@ func runUnit(ctx context.Context, p *plan, u *unit, log io.Writer, tr *tracker) 
 	if u.backend == scenarios.Cluster {
 		args = append(args, "-converge.kubeconfig="+p.kubeconfig)
 	}
+	if !u.heavy {
+		// The processes side by side are the parallelism.
+		args = append(args, "-test.parallel=1")
+	}
 	tail := &tailWriter{max: 20}
+	// One writer per stream: each is written by one goroutine.
+	stdoutLog, stderrLog := log.lines(), log.lines()
+	defer stdoutLog.flush()
+	defer stderrLog.flush()
 	cmd := exec.CommandContext(ctx, p.tests.bin, args...)
 	cmd.Dir = p.tests.dir
-	cmd.Env = childEnv(os.Environ())
-	cmd.Stderr = io.MultiWriter(log, tail)
+	cmd.Env = childEnv(os.Environ(), p.parallel)
+	cmd.Stderr = io.MultiWriter(stderrLog, tail)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return &childError{bin: p.tests.bin, err: err}
@@ -205,7 +230,7 @@ func runUnit(ctx context.Context, p *plan, u *unit, log io.Writer, tr *tracker) 
 	if err := cmd.Start(); err != nil {
 		return &childError{bin: p.tests.bin, err: err}
 	}
-	tr.read(io.TeeReader(out, io.MultiWriter(log, tail)))
+	tr.read(io.TeeReader(out, io.MultiWriter(stdoutLog, tail)))
 	if err := cmd.Wait(); err != nil && ctx.Err() == nil {
 		return &childError{bin: p.tests.bin, err: err, output: tail.lines}
 	}
@@ -214,24 +239,63 @@ func runUnit(ctx context.Context, p *plan, u *unit, log io.Writer, tr *tracker) 
 
 // childGOGC is the garbage collector's target in the processes that run
 // scenarios, unless the caller's environment sets one: a run is short and
-// allocates much, and collecting a quarter as often takes a quarter off
-// its time for a few tens of megabytes more.
+// allocates much, and collecting a quarter as often takes a fifth off its
+// CPU for a few tens of megabytes more.
 const childGOGC = "400"
 
-func childEnv(env []string) []string {
+// childEnv is the environment of a process that runs scenarios: GOGC at
+// childGOGC, and, so that a large scenario's heap does not grow five-fold
+// with it, GOMEMLIMIT at a quarter of the machine's memory shared among
+// the processes side by side (at least 1 GiB); either left as the caller
+// set it.
+func childEnv(env []string, parallel int) []string {
+	var gogc, limit bool
 	for _, e := range env {
-		if strings.HasPrefix(e, "GOGC=") {
-			return env
-		}
+		gogc = gogc || strings.HasPrefix(e, "GOGC=")
+		limit = limit || strings.HasPrefix(e, "GOMEMLIMIT=")
 	}
-	return append(env, "GOGC="+childGOGC)
+	out := slices.Clip(env)
+	if !gogc {
+		out = append(out, "GOGC="+childGOGC)
+	}
+	if total := memTotal(); !limit && total > 0 {
+		out = append(out, fmt.Sprintf("GOMEMLIMIT=%dMiB", max(total/4/uint64(max(parallel, 1)), 1<<30)>>20))
+	}
+	return out
 }
 
-// lineWriter writes whole lines to w under mu, so the output of processes
-// side by side does not interleave within a line.
+// memTotal is the machine's memory in bytes, 0 where /proc/meminfo does
+// not say.
+func memTotal() uint64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				n, _ := strconv.ParseUint(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
+
+// sharedLog is the log file the processes side by side write to, a whole
+// line at a time, so their output does not interleave within a line.
+type sharedLog struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// lines is a writer of one stream into the log. It is not safe for use
+// by two goroutines: give each stream its own.
+func (s *sharedLog) lines() *lineWriter { return &lineWriter{log: s} }
+
 type lineWriter struct {
-	w       io.Writer
-	mu      *sync.Mutex
+	log     *sharedLog
 	partial []byte
 }
 
@@ -239,17 +303,29 @@ func (l *lineWriter) Write(b []byte) (int, error) {
 	l.partial = append(l.partial, b...)
 	i := bytes.LastIndexByte(l.partial, '\n')
 	if i < 0 {
-		if len(l.partial) > maxLine {
-			i = len(l.partial) - 1
-		} else {
+		if len(l.partial) <= maxLine {
 			return len(b), nil
 		}
+		i = len(l.partial) - 1
 	}
-	l.mu.Lock()
-	_, err := l.w.Write(l.partial[:i+1])
-	l.mu.Unlock()
+	err := l.write(l.partial[:i+1])
 	l.partial = append(l.partial[:0], l.partial[i+1:]...)
 	return len(b), err
+}
+
+func (l *lineWriter) write(b []byte) error {
+	l.log.mu.Lock()
+	defer l.log.mu.Unlock()
+	_, err := l.log.w.Write(b)
+	return err
+}
+
+// flush writes what is left of a last line.
+func (l *lineWriter) flush() {
+	if len(l.partial) > 0 {
+		_ = l.write(append(l.partial, '\n'))
+		l.partial = nil
+	}
 }
 
 // tracker prints each run as it ends and the campaign's progress: runs done

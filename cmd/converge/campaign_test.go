@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,25 +78,34 @@ func TestParseShard(t *testing.T) {
 	}
 }
 
-// A run on fake has a process of its own; the runs of one seed on envtest
-// share one.
+// Runs of one seed share a process: on fake a slice of the seed's
+// scenarios, small enough that every process slot has two; on envtest all
+// of them. Every run is in exactly one.
 func TestUnits(t *testing.T) {
-	work := units(someRuns())
-	fake, heavy := 0, 0
-	for _, u := range work {
-		if u.heavy {
-			heavy++
-			assert.Equal(t, "envtest", u.backend)
-			assert.Len(t, u.names, 3)
-			assert.Equal(t, 3, u.runs)
-		} else {
-			fake++
-			assert.Equal(t, "fake", u.backend)
-			assert.Len(t, u.names, 1)
+	for parallel, want := range map[int][2]int{1: {7, 3}, 2: {7, 3}, 8: {14, 2}} {
+		work := units(someRuns(), parallel)
+		fake, heavy := 0, 0
+		seen := map[string]bool{}
+		for _, u := range work {
+			for _, n := range u.names {
+				k := runKey{scenario: n, backend: u.backend, seed: u.seed}.String()
+				assert.False(t, seen[k], "%s twice", k)
+				seen[k] = true
+			}
+			if u.heavy {
+				heavy++
+				assert.Equal(t, "envtest", u.backend)
+				assert.Len(t, u.names, 3)
+			} else {
+				fake++
+				assert.Equal(t, "fake", u.backend)
+				assert.LessOrEqual(t, len(u.names), want[1], "parallel %d", parallel)
+			}
 		}
+		assert.Len(t, seen, len(someRuns()))
+		assert.Equal(t, want[0], fake, "parallel %d", parallel)
+		assert.Equal(t, 7, heavy)
 	}
-	assert.Equal(t, 21, fake)
-	assert.Equal(t, 7, heavy)
 }
 
 // In a terminal the progress line is rewritten in place; in a log it is a
@@ -173,38 +183,50 @@ func TestCampaignInShards(t *testing.T) {
 	}
 }
 
-// A run whose process dies takes no other run's result with it: each run
-// on fake has a process of its own.
+// A run whose process dies takes no other run's result with it: the runs
+// its process owed run again, each alone.
 func TestADyingRunLosesNoOther(t *testing.T) {
 	dir := t.TempDir()
+	// It lists dies and lives-1 to lives-4; a process whose -test.run
+	// names dies dies before any result, any other passes each run it is
+	// given.
 	bin := writeFile(t, filepath.Join(dir, "half.test"), `#!/bin/sh
-report= id= run=
+report= id= pattern=
 for a in "$@"; do
 	case "$a" in
 	-converge.list)
-		echo 'converge-scenario: {"test":"TestScenarios","name":"dies","backends":["fake"]}'
-		echo 'converge-scenario: {"test":"TestScenarios","name":"lives","backends":["fake"]}'
+		for n in dies lives-1 lives-2 lives-3 lives-4; do
+			echo "converge-scenario: {\"test\":\"TestScenarios\",\"name\":\"$n\",\"backends\":[\"fake\"]}"
+		done
 		exit 0 ;;
 	-converge.report=*) report="${a#-converge.report=}" ;;
 	-converge.run-id=*) id="${a#-converge.run-id=}" ;;
-	*dies*) run=dies ;;
-	*lives*) run=lives ;;
+	*TestScenarios*) pattern="$a" ;;
 	esac
 done
-if [ "$run" = dies ]; then
+case "$pattern" in
+*dies*)
 	echo 'fatal error: concurrent map writes' >&2
-	exit 2
-fi
-printf '{"schema":"`+reports.SchemaVersion+`","scenario":"lives","backend":"fake","seed":1,"pass":true,"runID":"%s"}' "$id" > "$report/lives_fake_1.json"
-echo '--- PASS: TestScenarios/lives/fake/seed-1 (0.01s)'
+	exit 2 ;;
+esac
+for n in lives-1 lives-2 lives-3 lives-4; do
+	case "$pattern" in
+	*$n*)
+		printf '{"schema":"`+reports.SchemaVersion+`","scenario":"%s","backend":"fake","seed":1,"pass":true,"runID":"%s"}' "$n" "$id" > "$report/${n}_fake_1.json"
+		echo "--- PASS: TestScenarios/$n/fake/seed-1 (0.01s)" ;;
+	esac
+done
 `)
 	require.NoError(t, os.Chmod(bin, 0o755))
+	// One process slot: three runs to a process, dies with two others.
 	out, err := run(t, "run", "--parallel", "1", "--report", filepath.Join(dir, "r"), "--test-binary", bin)
 	require.Error(t, err, out)
 	assert.Contains(t, err.Error(), "fatal error: concurrent map writes")
 	assert.Contains(t, out, "NO RESULT dies/fake/seed-1")
-	assert.Contains(t, out, "PASS  lives/fake/seed-1")
-	assert.Contains(t, out, "2 runs, 0 failed, 0 with faults that never fired, 1 without a result")
+	for i := 1; i <= 4; i++ {
+		assert.Contains(t, out, fmt.Sprintf("PASS  lives-%d/fake/seed-1", i))
+	}
+	assert.Contains(t, out, "5 runs, 0 failed, 0 with faults that never fired, 1 without a result")
 }
 
 // campaignManifests decodes config/campaign/job.yaml, strictly.
@@ -311,4 +333,53 @@ func createCampaign(t *testing.T, client kubernetes.Interface) {
 	require.NoError(t, err)
 	_, err = client.BatchV1().Jobs(job.Namespace).Create(ctx, job, dry)
 	require.NoError(t, err, "config/campaign/job.yaml")
+}
+
+// The processes that run scenarios collect garbage less often, within a
+// share of the machine's memory, unless the caller says otherwise.
+func TestChildEnv(t *testing.T) {
+	env := childEnv([]string{"HOME=/h"}, 2)
+	assert.Contains(t, env, "GOGC=400")
+	if memTotal() > 0 {
+		i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, "GOMEMLIMIT=") })
+		require.GreaterOrEqual(t, i, 0, "%v", env)
+		mib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(env[i], "GOMEMLIMIT="), "MiB"), 10, 64)
+		require.NoError(t, err, env[i])
+		assert.GreaterOrEqual(t, mib, uint64(1024))
+		assert.LessOrEqual(t, mib<<20, max(memTotal()/8, 1<<30))
+	}
+	own := childEnv([]string{"GOGC=50", "GOMEMLIMIT=100MiB"}, 2)
+	assert.Equal(t, []string{"GOGC=50", "GOMEMLIMIT=100MiB"}, own)
+}
+
+// Processes side by side write the log a whole line at a time, stdout and
+// stderr of one process each on its own writer.
+func TestSharedLogKeepsLinesWhole(t *testing.T) {
+	var buf bytes.Buffer
+	log := &sharedLog{w: &buf}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			l := log.lines()
+			defer l.flush()
+			line := strings.Repeat(strconv.Itoa(w), 50) + "\n"
+			for range 200 {
+				// A line in three writes.
+				_, _ = l.Write([]byte(line[:10]))
+				_, _ = l.Write([]byte(line[10:30]))
+				_, _ = l.Write([]byte(line[30:]))
+			}
+			_, _ = l.Write([]byte("tail without newline"))
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	assert.Len(t, lines, 8*201)
+	for _, l := range lines {
+		if l == "tail without newline" {
+			continue
+		}
+		require.Len(t, l, 50)
+		assert.Equal(t, strings.Repeat(l[:1], 50), l)
+	}
 }

@@ -410,6 +410,25 @@ func (p *plan) expected() []runKey {
 // the result file of that name carrying this invocation's ID. Nothing else
 // in the folder is read. It returns the runs that left no such result.
 func (p *plan) collect() ([]*reports.Result, []runKey) {
+	return p.resultsOf(p.runs)
+}
+
+// unfinished are the scenarios of u that left no result.
+func (p *plan) unfinished(u *unit) []string {
+	var keys []runKey
+	for _, name := range u.names {
+		keys = append(keys, runKey{scenario: name, backend: u.backend, seed: u.seed, test: u.test, file: u.files})
+	}
+	_, missing := p.resultsOf(keys)
+	var out []string
+	for _, k := range missing {
+		out = append(out, k.scenario)
+	}
+	return out
+}
+
+// resultsOf reads the results of runs, and says which left none.
+func (p *plan) resultsOf(runs []runKey) ([]*reports.Result, []runKey) {
 	entries, _ := os.ReadDir(p.report)
 	byPrefix := map[string][]string{}
 	for _, e := range entries {
@@ -427,7 +446,7 @@ func (p *plan) collect() ([]*reports.Result, []runKey) {
 	}
 	var results []*reports.Result
 	var missing []runKey
-	for _, k := range p.runs {
+	for _, k := range runs {
 		found := false
 		for _, name := range byPrefix[fmt.Sprintf("%s_%s_%d", k.scenario, k.backend, k.seed)] {
 			r, err := reports.Read(filepath.Join(p.report, name))
@@ -746,7 +765,11 @@ func timeTable(results []*reports.Result, stdout io.Writer) {
 		if r.wall <= 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.0fx", r.simulated.Seconds()/r.wall.Seconds())
+		x := r.simulated.Seconds() / r.wall.Seconds()
+		if x < 10 {
+			return fmt.Sprintf("%.2gx", x)
+		}
+		return fmt.Sprintf("%.0fx", x)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "\nscenario/backend\truns\tfailed\tsimulated\twall\tsimulated/wall\t")
