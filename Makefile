@@ -57,10 +57,12 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 
-bench: build ## benchmarks, then the fake catalogue's simulated-to-wall ratios over 3 seeds (figures in README.md)
+bench: build ## benchmarks, then simulated-to-wall ratios: the fake catalogue over 3 seeds one run at a time, an idle hour, scale-10k (figures in README.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
-	@rm -rf $(BIN)/bench
-	$(BIN)/converge run --backend fake --seeds 1-3 --report $(BIN)/bench
+	@rm -rf $(BIN)/bench && mkdir -p $(BIN)/bench
+	$(BIN)/converge run --backend fake --seeds 1-3 --parallel 1 --report $(BIN)/bench/catalogue
+	$(BIN)/converge run scenarios/scaler/testdata/idle-hour.yaml --seeds 1-3 --parallel 1 --report $(BIN)/bench/idle-hour
+	$(BIN)/converge run scenarios/scaler/testdata/scale-10k.yaml --report $(BIN)/bench/scale-10k
 
 kind-chaos: ## on a machine with Docker and kind: the cluster backend's tests on a kind cluster
 	@mkdir -p $(BIN)

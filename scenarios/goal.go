@@ -31,18 +31,15 @@ func (r *run) watchGoal(ctx context.Context) {
 	since := func(t time.Time) time.Duration { return t.Sub(t0) }
 	timer := time.NewTimer(Poll)
 	defer timer.Stop()
-	// sleep waits until d or a wake-up, and says whether it woke up.
-	sleep := func(d time.Duration, wake <-chan struct{}) bool {
+	// sleep waits until d, a wake-up or the run's end.
+	sleep := func(d time.Duration, wake <-chan struct{}) {
 		timer.Reset(d - since(time.Now()))
 		select {
 		case <-ctx.Done():
-			return false
 		case <-timer.C:
-			return false
 		case <-wake:
 		}
 		timer.Stop() // since Go 1.23, no stale tick stays in timer.C
-		return true
 	}
 	quiet := false // the last evaluation needs no other unless something happens
 	var seen uint64

@@ -15,9 +15,9 @@ import (
 )
 
 // The goal is judged when something happened, not once a poll: the
-// baseline held through an hour of settle window is judged a few dozen
-// times (a poll each 250 ms would be 14,400), and converges as it does with
-// its own window.
+// baseline's world held through an hour of settle window (make bench's
+// idle-hour) is judged a few dozen times (a poll each 250 ms would be
+// 14,400), as the baseline with its own window is.
 func TestAnIdleHourCostsNoJudging(t *testing.T) {
 	all, err := scaler.Catalogue()
 	require.NoError(t, err)
@@ -28,10 +28,11 @@ func TestAnIdleHourCostsNoJudging(t *testing.T) {
 		}
 	}
 	require.NotNil(t, base)
-	long := *base
-	long.Timing.Settle = scenarios.Duration(time.Hour)
-	long.Timing.Deadline = scenarios.Duration(2 * time.Hour)
-	for _, s := range []*scenarios.Scenario{base, &long} {
+	// make bench's idle hour: the baseline's world, an hour of settle.
+	long, err := scenarios.Load("scaler/testdata/idle-hour.yaml")
+	require.NoError(t, err)
+	require.Equal(t, scenarios.Duration(time.Hour), long.Timing.Settle)
+	for _, s := range []*scenarios.Scenario{base, long} {
 		synctest.Test(t, func(t *testing.T) {
 			res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Controller: scaler.For(s)})
 			require.True(t, res.Pass, "%v", res.Reasons)

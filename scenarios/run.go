@@ -75,7 +75,8 @@ func WallClockLimit(d time.Duration) (limit func() error, stop func()) {
 	}, func() { timer.Stop() }
 }
 
-// Poll is how often the goal is evaluated and the controller sampled.
+// Poll is the grid the goal is judged and the controller sampled on: at
+// most once a Poll, and only when the answer can change (see watchGoal).
 const Poll = 250 * time.Millisecond
 
 // stopGrace bounds the wait for instances, world and observer at the end.
@@ -134,6 +135,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		dropErrorBackoff()
 	}
 	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory()}
+	r.hotLoopN = r.hotLoop()
 	defer watchPanics(r.hist)()
 	if err := r.run(ctx); err != nil {
 		res.Error = err.Error()
@@ -190,20 +192,31 @@ type run struct {
 
 	// abort ends the run early (a hot loop); paceAt and paceN count the
 	// requests made since the clock last moved.
-	abort   context.CancelFunc
-	aborted atomic.Bool
-	limited atomic.Bool // the caller's Limit ended the run
-	paceMu  sync.Mutex
-	paceAt  time.Time
-	paceN   int
+	abort    context.CancelFunc
+	aborted  atomic.Bool
+	limited  atomic.Bool // the caller's Limit ended the run
+	paceMu   sync.Mutex
+	paceAt   time.Time
+	paceN    int
+	hotLoopN int // see hotLoop
 }
 
 // hotLoopRequests is how many requests the controller may make without the
-// clock moving. In virtual time a controller that spins (a key retried at
-// once, a write that triggers itself) never lets the clock advance, so the
-// deadline would never come: the run ends there instead. The scaler on a
-// thousand Deployments makes a few thousand at one instant.
-const hotLoopRequests = 20_000
+// clock moving, at the least. In virtual time a controller that spins (a
+// key retried at once, a write that triggers itself) never lets the clock
+// advance, so the deadline would never come: the run ends there instead.
+// The scaler on a thousand Deployments makes a few thousand at one
+// instant, and on ten thousand a write and an Event each: a scenario may
+// make hotLoopPerObject per object it creates.
+const (
+	hotLoopRequests  = 20_000
+	hotLoopPerObject = 10
+)
+
+// hotLoop is the run's bound on requests without the clock moving.
+func (r *run) hotLoop() int {
+	return max(hotLoopRequests, hotLoopPerObject*r.s.ObjectCount())
+}
 
 // pace counts a request made at at, and ends the run when the controller
 // spins.
@@ -213,11 +226,11 @@ func (r *run) pace(at time.Time) {
 		r.paceAt, r.paceN = at, 0
 	}
 	r.paceN++
-	tripped := r.paceN == hotLoopRequests
+	tripped := r.paceN == r.hotLoopN
 	r.paceMu.Unlock()
 	r.checkLimit()
 	if tripped {
-		r.hist.violate(InvNoHotLoop, at, "", "", fmt.Sprintf("%d requests without the clock moving: the controller spins", hotLoopRequests))
+		r.hist.violate(InvNoHotLoop, at, "", "", fmt.Sprintf("%d requests without the clock moving: the controller spins", r.hotLoopN))
 		if r.abort != nil {
 			r.aborted.Store(true)
 			r.abort()

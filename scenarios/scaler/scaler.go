@@ -11,6 +11,7 @@ package scaler
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -23,8 +24,8 @@ import (
 	"github.com/converge-lab/converge/sim"
 )
 
-// Controller is the scaler under test. It reads the setting cooldown (a
-// duration; zero means 10s).
+// Controller is the scaler under test. It reads the settings cooldown (a
+// duration; zero means 10s) and workers (default 3).
 type Controller struct{}
 
 var (
@@ -52,6 +53,20 @@ func Cooldown(settings map[string]string) (time.Duration, error) {
 	return d, nil
 }
 
+// Workers is the number of reconcile workers in settings (default the
+// scaler's own, 3).
+func Workers(settings map[string]string) (int, error) {
+	v, ok := settings["workers"]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, fmt.Errorf("setting workers: %q is not a number of workers within 1..1000", v)
+	}
+	return n, nil
+}
+
 // LeaderElection converts the harness's leader election to the scaler's.
 func LeaderElection(le *scenarios.LeaderElection) *controller.LeaderElectionConfig {
 	if le == nil {
@@ -67,9 +82,14 @@ func (Controller) New(in scenarios.Instance) (scenarios.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	workers, err := Workers(in.Settings)
+	if err != nil {
+		return nil, err
+	}
 	c, err := controller.New(controller.Config{
 		Namespace:      in.Namespace,
 		Cooldown:       cooldown,
+		Workers:        workers,
 		LeaderElection: LeaderElection(in.LeaderElection),
 	}, in.Client)
 	if err != nil {

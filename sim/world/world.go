@@ -100,6 +100,11 @@ type World struct {
 	// pending are the pods each Deployment's sync created or deleted that
 	// the cache has not shown yet: counting them avoids creating twice.
 	pending map[string]*pending
+	// placed counts the cached pods bound to each Node, and nodeOf each
+	// such pod's Node, kept from the pod informer's events: the scheduler
+	// reads them rather than every Node's pods on each bind.
+	placed map[string]int
+	nodeOf map[string]string
 }
 
 type pending struct{ created, deleted map[string]bool }
@@ -141,7 +146,7 @@ func New(cfg Config) (*World, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	w := &World{cfg: cfg, clock: cfg.Clock}
+	w := &World{cfg: cfg, clock: cfg.Clock, placed: map[string]int{}, nodeOf: map[string]string{}}
 	w.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithNamespace(cfg.Namespace))
 	podInformer := w.factory.Core().V1().Pods()
 	w.pods = podInformer.Lister()
@@ -168,6 +173,13 @@ func New(cfg Config) (*World, error) {
 		AddFunc:    w.podChanged,
 		UpdateFunc: func(_, obj any) { w.podChanged(obj) },
 		DeleteFunc: w.podChanged,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.place(obj, false) },
+		UpdateFunc: func(_, obj any) { w.place(obj, false) },
+		DeleteFunc: func(obj any) { w.place(obj, true) },
 	}); err != nil {
 		return nil, err
 	}
@@ -430,18 +442,51 @@ func (w *World) syncPod(ctx context.Context, name string) error {
 	return w.runPod(ctx, p)
 }
 
+// pickNode is the Node with the fewest pods and room for one more.
 func (w *World) pickNode() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	best, bestCount := "", -1
-	for _, n := range w.Nodes() {
-		objs, _ := w.podIndex.ByIndex(podsByNode, n)
-		if len(objs) >= w.cfg.PodsPerNode {
+	for _, n := range w.nodes {
+		count := w.placed[n]
+		if count >= w.cfg.PodsPerNode {
 			continue
 		}
-		if bestCount < 0 || len(objs) < bestCount {
-			best, bestCount = n, len(objs)
+		if bestCount < 0 || count < bestCount {
+			best, bestCount = n, count
 		}
 	}
 	return best
+}
+
+// place follows a pod's Node in placed, as the informer shows it.
+func (w *World) place(obj any, deleted bool) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		if t, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
+			p, ok = t.Obj.(*corev1.Pod)
+		}
+		if !ok {
+			return
+		}
+	}
+	node := p.Spec.NodeName
+	if deleted {
+		node = ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old := w.nodeOf[p.Name]; old != node {
+		if old != "" {
+			w.placed[old]--
+		}
+		if node != "" {
+			w.placed[node]++
+			w.nodeOf[p.Name] = node
+		} else {
+			delete(w.nodeOf, p.Name)
+		}
+	}
 }
 
 // runPod writes the status the kubelet would: Running, and ready as the
