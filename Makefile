@@ -57,12 +57,13 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 
-bench: build ## benchmarks, then simulated-to-wall ratios: the fake catalogue over 3 seeds one run at a time, an idle hour, scale-10k (figures in README.md)
+bench: build assets ## benchmarks, then simulated-to-wall ratios: the fake catalogue over 3 seeds one run at a time, an idle hour, scale-10k, 2,000 Deployments on envtest (figures in README.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 	@rm -rf $(BIN)/bench && mkdir -p $(BIN)/bench
 	$(BIN)/converge run --backend fake --seeds 1-3 --parallel 1 --report $(BIN)/bench/catalogue
 	$(BIN)/converge run scenarios/scaler/testdata/idle-hour.yaml --seeds 1-3 --parallel 1 --report $(BIN)/bench/idle-hour
 	$(BIN)/converge run scenarios/scaler/testdata/scale-10k.yaml --report $(BIN)/bench/scale-10k
+	$(BIN)/converge run scenarios/scaler/testdata/scale-2000-envtest.yaml --backend envtest --report $(BIN)/bench/scale-2000-envtest
 
 kind-chaos: ## on a machine with Docker and kind: the cluster backend's tests on a kind cluster
 	@mkdir -p $(BIN)

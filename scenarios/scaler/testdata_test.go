@@ -20,7 +20,7 @@ func TestBenchScenariosLoad(t *testing.T) {
 	for _, f := range files {
 		s, err := scenarios.Load(f)
 		require.NoError(t, err, f)
-		assert.True(t, s.RunsOn(scenarios.Fake), f)
+		assert.True(t, s.RunsOn(scenarios.Fake) || s.RunsOn(scenarios.Envtest), f)
 		_, err = scaler.Workers(s.Controller.Settings)
 		assert.NoError(t, err, f)
 	}
