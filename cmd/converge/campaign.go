@@ -18,11 +18,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
-	"github.com/spf13/cobra"
 )
 
 // shard is one slice of a campaign's runs: the runs whose place in the
