@@ -91,17 +91,13 @@ func exploredControllers(t *testing.T) []explored {
 }
 
 // TestExplore explores each controller's worlds with its control and its
-// mutants, the controllers side by side. The control must have no finding in any world (over
+// mutants. The control must have no finding in any world (over
 // -zoo.explore-seeds seeds); each mutant must have one in the world named
 // for it. With -zoo.explore-all, every mutant runs in every world, and the
 // missed ones must still be missed.
 func TestExplore(t *testing.T) {
 	for _, c := range exploredControllers(t) {
 		t.Run(c.name, func(t *testing.T) {
-			// The controllers share nothing a probe reads (only webapp's
-			// reads controller-runtime's process-wide metrics), so their
-			// explorations run side by side.
-			t.Parallel()
 			var lines []string
 			for _, m := range c.mutants {
 				if *only != "" && m.Name != "control" && !slices.Contains(strings.Split(*only, ","), m.Name) {
