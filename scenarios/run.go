@@ -418,8 +418,17 @@ func (r *run) releaseFinalizers() {
 // startWorld starts the world simulator; the function it returns stops it.
 func (r *run) startWorld(ctx context.Context) (func(), error) {
 	ws := r.s.World
+	client := r.env.Observer
+	if r.fakeBE != nil {
+		// The world only reads what its informers hold: no copy per event.
+		cs, err := r.fakeBE.NewSharingClient()
+		if err != nil {
+			return nil, err
+		}
+		client = cs
+	}
 	w, err := world.New(world.Config{
-		Client: r.env.Observer, Namespace: r.env.Namespace, Readiness: ws.Readiness.Model(), Seed: int64(r.opts.Seed),
+		Client: client, Namespace: r.env.Namespace, Readiness: ws.Readiness.Model(), Seed: int64(r.opts.Seed),
 		Scheduler: !ws.NoScheduler, Deployments: r.opts.Backend == Fake && !ws.NoDeployments, Nodes: ws.Nodes,
 		KeepNodesAlive: r.opts.Backend == Cluster,
 	})

@@ -89,7 +89,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	}
 	b.store = newStore(b.cfg.Clock, b.cfg.HistoryLimit)
 	b.store.start()
-	observer := b.newClientLocked()
+	observer := b.newClientLocked(false)
 	// The namespaces a new cluster has, and the run's.
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease", b.cfg.Namespace} {
 		_, err := observer.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
@@ -114,7 +114,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		Namespace:        b.cfg.Namespace,
 		RESTConfig:       admin,
 		ControllerConfig: controller,
-		ControllerClient: b.newClientLocked(),
+		ControllerClient: b.newClientLocked(false),
 		Observer:         observer,
 		Can: sim.Capabilities{
 			sim.VirtualTime:      "",
@@ -136,7 +136,22 @@ func (b *Backend) NewClient() (*fake.Clientset, error) {
 	if b.store == nil {
 		return nil, errors.New("fake backend: not started")
 	}
-	return b.newClientLocked(), nil
+	return b.newClientLocked(false), nil
+}
+
+// NewSharingClient is NewClient whose watches hand out the in-memory
+// API's own objects instead of a copy per event: for a reader that never
+// modifies what its informers hold, as client-go asks of every informer's
+// reader, and that the harness trusts to keep it (the world simulator). A
+// reader that modifies one changes what every other client is given. It
+// saves a deep copy of every object written, per watch.
+func (b *Backend) NewSharingClient() (*fake.Clientset, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.store == nil {
+		return nil, errors.New("fake backend: not started")
+	}
+	return b.newClientLocked(true), nil
 }
 
 // NewControllerClient is NewClient acting as the controller's identity:
@@ -153,12 +168,12 @@ func (b *Backend) NewControllerClient() (*fake.Clientset, error) {
 	return cs, nil
 }
 
-func (b *Backend) newClientLocked() *fake.Clientset {
+func (b *Backend) newClientLocked(share bool) *fake.Clientset {
 	// Not NewClientset: its tracker, which parses the apply schema (a tenth
 	// of a second per process), would go unused.
 	cs := fake.NewSimpleClientset()
 	cs.Resources = builtinResourceLists()
-	b.store.install(cs)
+	b.store.install(cs, share)
 	return cs
 }
 

@@ -30,8 +30,9 @@ import (
 // the fastest path, for controllers that take a kubernetes.Interface.
 
 // install makes s answer every request of cs, ahead of the fake's own
-// tracker (which stays empty).
-func (s *store) install(cs *fake.Clientset) {
+// tracker (which stays empty). With share, cs's watches hand out the
+// store's own objects instead of a copy per event.
+func (s *store) install(cs *fake.Clientset, share bool) {
 	var requests atomic.Int64
 	react := func(action k8stesting.Action) (bool, runtime.Object, error) {
 		// The clientset keeps a copy of every request it was asked, for
@@ -43,7 +44,9 @@ func (s *store) install(cs *fake.Clientset) {
 		return s.react(action)
 	}
 	cs.PrependReactor("*", "*", react)
-	cs.PrependWatchReactor("*", s.watchReactor)
+	cs.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		return s.watchReactor(action, !share)
+	})
 }
 
 // forgetActionsEvery is how many requests a clientset's action log holds
@@ -231,7 +234,7 @@ func fillList(list runtime.Object, objs []runtime.Object) error {
 	return nil
 }
 
-func (s *store) watchReactor(action k8stesting.Action) (bool, watch.Interface, error) {
+func (s *store) watchReactor(action k8stesting.Action, copyEach bool) (bool, watch.Interface, error) {
 	var opts metav1.ListOptions
 	if a, ok := action.(k8stesting.WatchActionImpl); ok {
 		opts = a.ListOptions
@@ -241,7 +244,7 @@ func (s *store) watchReactor(action k8stesting.Action) (bool, watch.Interface, e
 	if err != nil {
 		return true, nil, err
 	}
-	wo.copy = true
+	wo.copy = copyEach
 	w, err := s.watch(r, action.GetNamespace(), wo)
 	if err != nil {
 		return true, nil, err

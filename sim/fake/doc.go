@@ -12,7 +12,9 @@
 //   - client-go's fake clientset (Env.Observer, Env.ControllerClient,
 //     Backend.NewClient): typed objects in and out through reactors,
 //     nothing encoded, the fastest path, for controllers that take a
-//     kubernetes.Interface;
+//     kubernetes.Interface (each watch event a copy of its own, but from
+//     Backend.NewSharingClient, for the harness's own readers: the stored
+//     object itself);
 //   - the Kubernetes REST API as an http.Handler, reached by Env.RESTConfig
 //     and Env.ControllerConfig, whose Transport calls the handler in the
 //     caller's process (no listener: a socket would stall a bubble's

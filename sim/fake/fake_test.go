@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -437,4 +438,44 @@ func TestClientsetDiscovery(t *testing.T) {
 	}
 	assert.Contains(t, names, "deployments")
 	assert.Contains(t, names, "deployments/scale")
+}
+
+// A controller's watch events are its own to change; a sharing client's
+// are the API's own objects, one per write, whoever watches.
+func TestWatchesCopyUnlessSharing(t *testing.T) {
+	b, env := start(t)
+	ctx := context.Background()
+	sharing1, err := b.NewSharingClient()
+	require.NoError(t, err)
+	sharing2, err := b.NewSharingClient()
+	require.NoError(t, err)
+	watchOne := func(c interface {
+		AppsV1() appsv1client.AppsV1Interface
+	}) watch.Interface {
+		w, err := c.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		t.Cleanup(w.Stop)
+		return w
+	}
+	another, err := b.NewClient()
+	require.NoError(t, err)
+	own, other, s1, s2 := watchOne(env.ControllerClient), watchOne(another), watchOne(sharing1), watchOne(sharing2)
+	_, err = env.ControllerClient.AppsV1().Deployments(ns).Create(ctx, deployment("web", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	next := func(w watch.Interface) *appsv1.Deployment {
+		e := <-w.ResultChan()
+		require.Equal(t, watch.Added, e.Type)
+		return e.Object.(*appsv1.Deployment)
+	}
+	mine, theirs, a, b2 := next(own), next(other), next(s1), next(s2)
+	assert.Same(t, a, b2, "two sharing watches are handed the same object")
+	assert.NotSame(t, mine, a, "a controller's watch gets its own copy")
+	assert.NotSame(t, theirs, a, "another client's watch gets its own copy")
+
+	// What the controller does to its copy reaches nobody else.
+	mine.Labels["app"] = "changed"
+	got, err := sharing1.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "web", got.Labels["app"])
+	assert.Equal(t, "web", a.Labels["app"])
 }

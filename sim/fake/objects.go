@@ -3,9 +3,10 @@ package fake
 import (
 	"reflect"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/converge-lab/converge/sim/internal/semantic"
 )
 
 // The store works on typed objects (built-in kinds) and unstructured ones
@@ -72,7 +73,7 @@ func sameSpec(a, b runtime.Object) bool {
 	if au, ok := a.(*unstructured.Unstructured); ok {
 		bu := b.(*unstructured.Unstructured)
 		for k, v := range au.Object {
-			if !skipped[k] && !apiequality.Semantic.DeepEqual(v, bu.Object[k]) {
+			if !skipped[k] && !semantic.Equal(v, bu.Object[k]) {
 				return false
 			}
 		}
@@ -89,7 +90,7 @@ func sameSpec(a, b runtime.Object) bool {
 		if skipped[t.Field(i).Name] {
 			continue
 		}
-		if !apiequality.Semantic.DeepEqual(av.Field(i).Interface(), bv.Field(i).Interface()) {
+		if !semantic.Equal(av.Field(i).Addr().Interface(), bv.Field(i).Addr().Interface()) {
 			return false
 		}
 	}
@@ -100,7 +101,7 @@ func sameSpec(a, b runtime.Object) bool {
 // type metadata aside.
 func sameObject(a, b runtime.Object) bool {
 	if au, ok := a.(*unstructured.Unstructured); ok {
-		return apiequality.Semantic.DeepEqual(au.Object, b.(*unstructured.Unstructured).Object)
+		return semantic.Equal(au.Object, b.(*unstructured.Unstructured).Object)
 	}
 	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	t := av.Type()
@@ -108,7 +109,7 @@ func sameObject(a, b runtime.Object) bool {
 		if t.Field(i).Name == "TypeMeta" {
 			continue
 		}
-		if !apiequality.Semantic.DeepEqual(av.Field(i).Interface(), bv.Field(i).Interface()) {
+		if !semantic.Equal(av.Field(i).Addr().Interface(), bv.Field(i).Addr().Interface()) {
 			return false
 		}
 	}

@@ -31,7 +31,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +45,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/internal/semantic"
 )
 
 // Labels and taints on simulated Nodes.
@@ -559,7 +559,7 @@ func desiredStatus(p *corev1.Pod, s PodState, started, now time.Time) corev1.Pod
 
 // sameStatus compares what matters, ignoring timestamps' sub-second noise.
 func sameStatus(a, b corev1.PodStatus) bool {
-	return apiequality.Semantic.DeepEqual(a, b)
+	return semantic.Equal(&a, &b)
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -658,7 +658,7 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 		// converges on the next event.
 		UnavailableReplicas: max(0, want-ready),
 	}
-	if apiequality.Semantic.DeepEqual(d.Status, status) {
+	if semantic.Equal(&d.Status, &status) {
 		return nil
 	}
 	update := d.DeepCopy()
