@@ -3,6 +3,7 @@ package reports_test
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -116,5 +117,26 @@ func TestPodLag(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, reports.PodLag(tc.states))
 		})
+	}
+}
+
+// Pages rendered side by side are the pages rendered one by one.
+func TestWriteHTMLWritesEveryRunPage(t *testing.T) {
+	dir := t.TempDir()
+	var results []*reports.Result
+	for i := range 9 {
+		r := sample(fmt.Sprintf("scenario-%d", i), i%3 != 0)
+		r.Seed = uint64(i)
+		results = append(results, r)
+	}
+	index, err := reports.WriteHTML(dir, results, "")
+	require.NoError(t, err)
+	assert.FileExists(t, index)
+	for _, r := range results {
+		got, err := os.ReadFile(filepath.Join(dir, reports.RunPageName(r)))
+		require.NoError(t, err)
+		var want bytes.Buffer
+		require.NoError(t, reports.RenderRun(&want, r, "../index.html"))
+		assert.Equal(t, want.String(), string(got), reports.RunPageName(r))
 	}
 }
