@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help demo build test lint bench fuzz assets chaos zoo explore kind-chaos clean
+.PHONY: help demo build test lint bench fuzz assets chaos zoo explore kind-chaos kwok-cluster kwok-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -70,6 +70,12 @@ kind-chaos: ## on a machine with Docker and kind: the cluster backend's tests on
 	kind create cluster --config config/kind.yaml --kubeconfig $(BIN)/kind.kubeconfig
 	CONVERGE_CLUSTER_KUBECONFIG=$(CURDIR)/$(BIN)/kind.kubeconfig $(GO) test -count=1 -v ./sim/cluster; \
 	status=$$?; kind delete cluster --name converge; exit $$status
+
+kwok-cluster: ## a kwokctl cluster (binary runtime: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) until interrupted; prints its kubeconfig
+	@hack/kwok.sh
+
+kwok-chaos: ## the cluster backend's tests on a kwokctl cluster, deleted afterwards
+	hack/kwok.sh -- sh -c 'CONVERGE_CLUSTER_KUBECONFIG="$$KUBECONFIG" $(GO) test -count=1 -v ./sim/cluster'
 
 clean: ## remove build outputs
 	rm -rf $(BIN)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries of the envtest backend from source,
-# through the Go module proxy: kube-apiserver and kube-controller-manager
-# (Kubernetes $K8S_VERSION) and etcd ($ETCD_VERSION), with their real versions
+# through the Go module proxy: kube-apiserver, kube-controller-manager and
+# kube-scheduler (Kubernetes $K8S_VERSION; the scheduler is for kwokctl's
+# clusters, hack/kwok.sh) and etcd ($ETCD_VERSION), with their real versions
 # stamped in. They go to a folder keyed by version, os and arch under the
 # user's cache dir, so every clone on the machine (CI clones afresh) shares
 # one build. Present binaries of the right version are not rebuilt.
@@ -61,7 +62,7 @@ k8s_ldflags="-s -w \
  -X k8s.io/client-go/pkg/version.gitMajor=1 \
  -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 
-for bin in kube-apiserver kube-controller-manager; do
+for bin in kube-apiserver kube-controller-manager kube-scheduler; do
 	if ! has_version "$bin" "Kubernetes $K8S_VERSION"; then
 		build k8s "k8s.io/kubernetes/cmd/$bin" "$bin" "$k8s_ldflags"
 	fi
@@ -70,7 +71,7 @@ if ! has_version etcd "etcd Version: ${ETCD_VERSION#v}"; then
 	build etcd go.etcd.io/etcd/server/v3 etcd "-s -w"
 fi
 
-for bin in kube-apiserver kube-controller-manager etcd; do
+for bin in kube-apiserver kube-controller-manager kube-scheduler etcd; do
 	# The whole output is read: head would close the pipe early, and the
 	# SIGPIPE would fail the script under pipefail.
 	version="$("$dest/$bin" --version)"

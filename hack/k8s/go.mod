@@ -1,4 +1,4 @@
-// Builds kube-apiserver and kube-controller-manager from source. Separate
+// Builds kube-apiserver, kube-controller-manager and kube-scheduler from source. Separate
 // from the project's module so its go.mod stays small; see hack/assets.sh.
 module github.com/converge-lab/converge/hack/k8s
 

@@ -39,6 +39,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -318,13 +319,26 @@ func (w *World) createNodes(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("world: creating node: %w", err)
 		}
-		now := metav1.NewTime(w.clock.Now())
-		created.Status = corev1.NodeStatus{
-			Capacity:    corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(w.cfg.PodsPerNode), resource.DecimalSI)},
-			Allocatable: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(w.cfg.PodsPerNode), resource.DecimalSI)},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}},
-		}
-		if _, err := w.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// On a real cluster another component (a node controller, kwok)
+		// may write the Node between its creation and its status: read it
+		// again and retry on a conflict, as a kubelet does.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if created == nil {
+				if created, err = w.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
+					return err
+				}
+			}
+			now := metav1.NewTime(w.clock.Now())
+			created.Status = corev1.NodeStatus{
+				Capacity:    corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(w.cfg.PodsPerNode), resource.DecimalSI)},
+				Allocatable: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(w.cfg.PodsPerNode), resource.DecimalSI)},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}},
+			}
+			_, err := w.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			created = nil
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("world: node status: %w", err)
 		}
 		w.mu.Lock()

@@ -13,7 +13,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -179,4 +182,48 @@ func TestScalerConvergesInTheWorld(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Another writer (a node controller, kwok) changes each Node between its
+// creation and the world's status write: the world reads it again and
+// retries, and every Node ends up ready.
+func TestNodesSurviveAnotherWriter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		env, err := b.Start(context.Background())
+		require.NoError(t, err)
+		defer func() { require.NoError(t, b.Stop()) }()
+		cs, err := b.NewClient()
+		require.NoError(t, err)
+		touched := map[string]bool{}
+		cs.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			name := a.(k8stesting.UpdateAction).GetObject().(*corev1.Node).Name
+			if a.GetSubresource() == "status" && !touched[name] {
+				touched[name] = true
+				_, err := env.Observer.CoreV1().Nodes().Patch(context.Background(), name, types.MergePatchType,
+					[]byte(`{"metadata":{"annotations":{"other-writer":"was-here"}}}`), metav1.PatchOptions{})
+				require.NoError(t, err)
+			}
+			return false, nil, nil
+		})
+		w, err := world.New(world.Config{Client: cs, Namespace: env.Namespace, Nodes: 2, Scheduler: true})
+		require.NoError(t, err)
+		_, ctx := ktesting.NewTestContext(t)
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		settle()
+		assert.Len(t, touched, 2, "each Node was written by the other writer first")
+		for _, name := range w.Nodes() {
+			n, err := env.Observer.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, "was-here", n.Annotations["other-writer"])
+			require.NotEmpty(t, n.Status.Conditions, name)
+			assert.Equal(t, corev1.ConditionTrue, n.Status.Conditions[0].Status, name)
+		}
+		assert.Len(t, w.Nodes(), 2)
+		cancel()
+		require.NoError(t, <-done)
+	})
 }
