@@ -46,8 +46,9 @@ fuzz: ## each fuzz target for FUZZTIME (default 60s); what it finds lands in the
 	$(GO) test ./scenarios/expect -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./scenarios/expect -run '^$$' -fuzz '^FuzzParsePath$$' -fuzztime $(FUZZTIME)
 
-assets: ## build kube-apiserver, kube-controller-manager and etcd from source (once per machine)
+assets: ## build kube-apiserver, kube-controller-manager, kube-scheduler and etcd from source, and kwok and kwokctl (once per machine)
 	@hack/assets.sh
+	@hack/kwok.sh >/dev/null
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -71,11 +72,13 @@ kind-chaos: ## on a machine with Docker and kind: the cluster backend's tests on
 	CONVERGE_CLUSTER_KUBECONFIG=$(CURDIR)/$(BIN)/kind.kubeconfig $(GO) test -count=1 -v ./sim/cluster; \
 	status=$$?; kind delete cluster --name converge; exit $$status
 
-kwok-cluster: ## a kwokctl cluster (binary runtime: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) until interrupted; prints its kubeconfig
-	@hack/kwok.sh
+kwok-cluster: build assets ## a kwokctl cluster (binary runtime: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) until interrupted; prints its kubeconfig
+	@$(BIN)/converge kwok
 
-kwok-chaos: ## the cluster backend's tests on a kwokctl cluster, deleted afterwards
-	hack/kwok.sh -- sh -c 'CONVERGE_CLUSTER_KUBECONFIG="$$KUBECONFIG" $(GO) test -count=1 -v ./sim/cluster'
+kwok-chaos: build assets ## the cluster backend's tests and the catalogue's cluster scenarios, each on a kwokctl cluster of its own; writes bin/kwok-chaos
+	CONVERGE_REQUIRE_KWOK=1 $(GO) test -count=1 -v ./sim/cluster
+	@rm -rf $(BIN)/kwok-chaos
+	$(BIN)/converge run --backend cluster --kwok --seeds 1 --report $(BIN)/kwok-chaos --junit $(BIN)/kwok-chaos/junit.xml
 
 clean: ## remove build outputs
 	rm -rf $(BIN)

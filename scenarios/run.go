@@ -19,6 +19,7 @@ import (
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/kwok"
 	"github.com/converge-lab/converge/sim/world"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,6 +190,8 @@ type run struct {
 	injectors  []*chaos.Injector
 	proxies    []*chaos.Proxy
 	dir        string // scratch files: kubeconfigs
+	// afterBackend runs once the backend has stopped.
+	afterBackend []func()
 
 	// abort ends the run early (a hot loop); paceAt and paceN count the
 	// requests made since the clock last moved.
@@ -282,6 +285,9 @@ func (r *run) run(ctx context.Context) error {
 	defer func() {
 		if err := backend.Stop(); err != nil {
 			r.hist.log(time.Now(), "stopping the backend: "+err.Error())
+		}
+		for _, f := range r.afterBackend {
+			f()
 		}
 	}()
 	r.env = env
@@ -419,6 +425,9 @@ func (r *run) releaseFinalizers() {
 func (r *run) startWorld(ctx context.Context) (func(), error) {
 	ws := r.s.World
 	client := r.env.Observer
+	// On a kwokctl cluster of our own, kube-scheduler and kwok do their
+	// parts (sim.KwokNodes).
+	kwokNodes := r.env.Can.Has(sim.KwokNodes)
 	if r.fakeBE != nil {
 		// The world only reads what its informers hold: no copy per event.
 		cs, err := r.fakeBE.NewSharingClient()
@@ -427,17 +436,40 @@ func (r *run) startWorld(ctx context.Context) (func(), error) {
 		}
 		client = cs
 	}
+	// There, kwok's Stages play the pods where the readiness model maps
+	// to them (kwok.PodStages); the world plays the rest.
+	removeStages := func(context.Context) error { return nil }
+	byStage := false
+	if kwokNodes {
+		stages, err := kwok.PodStages(r.env.Namespace, ws.Readiness.Model())
+		if err == nil {
+			if removeStages, err = kwok.InstallPodStages(ctx, r.env.RESTConfig, stages); err != nil {
+				return nil, err
+			}
+			byStage = true
+			r.hist.log(time.Now(), fmt.Sprintf("pods: kwok's stages play them (%d stages)", len(stages)))
+		} else {
+			r.hist.log(time.Now(), "pods: the world plays them: "+err.Error())
+		}
+	}
 	w, err := world.New(world.Config{
 		Client: client, Namespace: r.env.Namespace, Readiness: ws.Readiness.Model(), Seed: int64(r.opts.Seed),
-		Scheduler: !ws.NoScheduler, Deployments: r.opts.Backend == Fake && !ws.NoDeployments, Nodes: ws.Nodes,
-		KeepNodesAlive: r.opts.Backend == Cluster,
+		Scheduler: !ws.NoScheduler && !kwokNodes, Deployments: r.opts.Backend == Fake && !ws.NoDeployments, Nodes: ws.Nodes,
+		KeepNodesAlive: r.opts.Backend == Cluster && !kwokNodes, Untainted: kwokNodes, PodsByStage: byStage,
 	})
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, removeStages(context.WithoutCancel(ctx)))
 	}
 	worldCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(worldCtx) }()
+	// The stages go once the namespace is: its pods are deleted through
+	// them.
+	r.afterBackend = append(r.afterBackend, func() {
+		if err := removeStages(context.WithoutCancel(ctx)); err != nil {
+			r.hist.log(time.Now(), err.Error())
+		}
+	})
 	return func() {
 		stop()
 		select {

@@ -90,6 +90,12 @@ const (
 	// OutOfProcess: a controller binary can run against it (a kubeconfig
 	// exists).
 	OutOfProcess Capability = "out-of-process"
+	// KwokNodes: the cluster is a kwokctl cluster of the harness's own
+	// (sim/kwok): it has no Nodes but a run's simulated ones, kwok holds
+	// their Leases and kube-scheduler places every pod on them. The world
+	// then neither schedules nor renews Leases, and leaves its Nodes
+	// untainted.
+	KwokNodes Capability = "kwok-nodes"
 )
 
 // Capabilities maps each capability to whether the backend has it, and why

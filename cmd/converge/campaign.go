@@ -207,7 +207,9 @@ func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker)
 			args = append(args, "-converge.file="+file)
 		}
 	}
-	if u.backend == scenarios.Cluster {
+	if u.backend == scenarios.Cluster && p.kwokDir != "" {
+		args = append(args, "-converge.kwok="+p.kwokDir)
+	} else if u.backend == scenarios.Cluster {
 		args = append(args, "-converge.kubeconfig="+p.kubeconfig)
 	}
 	if !u.heavy {

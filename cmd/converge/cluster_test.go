@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/kwok"
 )
 
 // run --backend cluster goes through the compiled tests too, with the
@@ -49,4 +51,29 @@ func TestRunOnACluster(t *testing.T) {
 	client, err := kubernetes.NewForConfig(cp.AdminConfig())
 	require.NoError(t, err)
 	createCampaign(t, client)
+}
+
+// run --backend cluster --kwok starts a kwokctl cluster for the invocation,
+// runs there (kube-scheduler binding the pods) and deletes it; converge
+// kwok -- CMD hands a cluster to a command and passes its status on.
+func TestRunOnKwok(t *testing.T) {
+	if _, _, err := kwok.Binaries(""); errors.Is(err, kwok.ErrNoBinaries) && !kwok.Required() {
+		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+	}
+	dir := t.TempDir()
+	file := scenarioFile(t, filepath.Join(dir, "on-kwok.yaml"), "on-kwok")
+	spec, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(spec), "timing:", "backends: [cluster]\ntiming:", 1)), 0o644))
+	report := filepath.Join(dir, "r")
+	out, err := run(t, "run", file, "--backend", "cluster", "--kwok", "--report", report, "--test-binary", scenarioTests(t))
+	require.NoError(t, err, out)
+	assert.Regexp(t, `kwok cluster converge-\S+ ready in`, out)
+	assert.Contains(t, out, "PASS  on-kwok/cluster/seed-1")
+	res, err := reports.Read(filepath.Join(report, "on-kwok_cluster_1.json"))
+	require.NoError(t, err)
+	assert.Contains(t, res.Replay, "-converge.kwok=start", "a replay starts a cluster of its own")
+
+	out, err = run(t, "kwok", "--", "sh", "-c", `test -s "$KUBECONFIG" && exit 7`)
+	assert.Equal(t, 7, exitCode(err), "%v\n%s", err, out)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim/kwok"
 )
 
 // errFailed: some run failed its verdict (exit 1); usage errors exit 2.
@@ -41,8 +42,20 @@ func exitCode(err error) int {
 	if errors.As(err, &u) {
 		return 2
 	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return st.code
+	}
 	return 1
 }
+
+// exitStatus is a command's exit status passed on (converge kwok -- CMD).
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e exitStatus) Error() string { return e.err.Error() }
 
 // Run is the whole CLI.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -57,7 +70,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(listCommand(ctx, stdout, stderr), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout),
-		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout))
+		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout),
+		kwokCommand(ctx, stdout, stderr))
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		return usageError{err}
@@ -132,6 +146,9 @@ type runFlags struct {
 	report     string
 	junit      string
 	kubeconfig string
+	kwok       bool
+	// kwokDir is the folder of the kwokctl cluster started for --kwok.
+	kwokDir    string
 	testBinary string
 	pkg        string
 	testRun    string
@@ -168,6 +185,7 @@ runs against their controller instead of their own scenarios.`,
 	cmd.Flags().StringVar(&f.report, "report", "", "folder for the results (default: a new folder under the system's temp dir); other files in it are left alone")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML here")
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster backend")
+	cmd.Flags().BoolVar(&f.kwok, "kwok", false, "run the cluster backend on a kwokctl cluster of processes started for this invocation and deleted after it (make assets builds its binaries)")
 	f.testFlags(cmd)
 	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of one run; a run that passes it ends as an error")
 	cmd.Flags().IntVar(&f.parallel, "parallel", runtime.NumCPU(), "processes side by side: each run on fake has a process of its own; the runs of a seed on envtest or a cluster share one, one such at a time")
@@ -209,9 +227,18 @@ func (f runFlags) check(ctx context.Context, args []string, stderr io.Writer) (*
 			errs = append(errs, fmt.Errorf("--backend %q: want fake, envtest or cluster", b))
 		}
 	}
-	if slices.Contains(f.backends, scenarios.Cluster) {
+	switch {
+	case f.kwok && !slices.Contains(f.backends, scenarios.Cluster):
+		errs = append(errs, errors.New("--kwok is for --backend cluster"))
+	case f.kwok && f.kubeconfig != "":
+		errs = append(errs, errors.New("--kwok starts a cluster of its own: drop --kubeconfig"))
+	case f.kwok:
+		if _, _, err := kwok.Binaries(""); err != nil {
+			errs = append(errs, fmt.Errorf("--kwok: %w", err))
+		}
+	case slices.Contains(f.backends, scenarios.Cluster):
 		if f.kubeconfig == "" {
-			errs = append(errs, errors.New("--backend cluster needs --kubeconfig"))
+			errs = append(errs, errors.New("--backend cluster needs --kubeconfig or --kwok"))
 		} else if _, err := os.Stat(f.kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
 		}
@@ -365,6 +392,19 @@ func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr
 		return nil
 	}
 	began := time.Now()
+	if p.kwok && slices.ContainsFunc(p.runs, func(k runKey) bool { return k.backend == scenarios.Cluster }) {
+		kc, err := kwok.Start(ctx, kwok.Options{})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := kc.Stop(); err != nil {
+				fmt.Fprintf(stderr, "deleting the kwok cluster: %v\n", err)
+			}
+		}()
+		fmt.Fprintf(stdout, "kwok cluster %s ready in %v\n", kc.Name(), kc.Started.Round(time.Millisecond))
+		p.kwokDir = kc.Workdir()
+	}
 	runErr := runCompiled(ctx, p, stdout, stderr)
 	if runErr != nil && ctx.Err() == nil && !errors.As(runErr, new(*childError)) {
 		return runErr

@@ -93,6 +93,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"run", "baseline", "--test-binary", "/nonexistent/converge-scenarios.test"},
 		{"run", "baseline", "--backend", "cluster"},
 		{"run", "baseline", "--backend", "cluster", "--kubeconfig", "/nonexistent/kubeconfig"},
+		{"run", "baseline", "--kwok"},
+		{"run", "baseline", "--backend", "cluster", "--kwok", "--kubeconfig", "/nonexistent/kubeconfig"},
+		{"kwok", "extra", "--", "true"},
 		{"run", "throttle-storm", "--backend", "fake", "--test-binary", scenarioTests(t)},
 	} {
 		_, err := run(t, args...)
@@ -111,7 +114,7 @@ func TestList(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "NAME")
 	assert.Contains(t, out, "baseline")
-	assert.Regexp(t, `(?m)^throttle-storm +envtest +throttle `, out)
+	assert.Regexp(t, `(?m)^throttle-storm +envtest,cluster +throttle `, out)
 }
 
 var (

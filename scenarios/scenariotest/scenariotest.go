@@ -23,6 +23,9 @@
 // result and the HTML report), -converge.run-timeout, -converge.file (run
 // this scenario file instead of the test's own scenarios; repeat it),
 // -converge.kubeconfig (a cluster for the cluster backend),
+// -converge.kwok (a kwokctl cluster's folder, sim/kwok, or "start" for one
+// of the test's own: the cluster backend runs there, its kubeconfig taken
+// from it, and may restart its API server and compact its etcd),
 // -converge.list (list the scenarios, run nothing), -converge.explore=NAME
 // (explore that fault-free scenario instead; see Explore) and
 // -converge.shrink=RESULT.json (shrink that failing run; see Shrink). The
@@ -53,6 +56,7 @@ import (
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/kwok"
 )
 
 var (
@@ -63,6 +67,7 @@ var (
 	runTimeout = flag.Duration("converge.run-timeout", 15*time.Minute, "wall-clock limit of one run")
 	runID      = flag.String("converge.run-id", "", "recorded in every result: the invocation that asked for the run")
 	kubeconfig = flag.String("converge.kubeconfig", "", "kubeconfig of the cluster backend (its runs are skipped without one)")
+	kwokDir    = flag.String("converge.kwok", "", `folder of a running kwokctl cluster (converge kwok, sim/kwok) for the cluster backend, or "start" to start one for the test: its kubeconfig, API server restarts and etcd compaction`)
 	listOnly   = flag.Bool("converge.list", false, "print the scenarios (one "+ListPrefix+" JSON line each) and run nothing")
 	files      fileList
 )
@@ -240,8 +245,10 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 		t.Run(s.Name, func(t *testing.T) {
 			// Runs share nothing but the envtest control plane, where each
 			// has its own namespace; one that needs it to itself runs
-			// alone, before the others.
-			if o.Parallel && !runsAlone(s) {
+			// alone, before the others. On a kwokctl cluster runs go one at
+			// a time: its Nodes are untainted, so kube-scheduler would put
+			// one run's pods on another's Nodes.
+			if o.Parallel && !runsAlone(s) && (*kwokDir == "" || !s.RunsOn(scenarios.Cluster)) {
 				t.Parallel()
 			}
 			for _, backend := range strings.Split(*backends, ",") {
@@ -290,10 +297,15 @@ func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenario
 		opts.ControlPlane = plane.get(t, s)
 		res = scenarios.Run(context.Background(), s, opts)
 	case scenarios.Cluster:
-		if *kubeconfig == "" {
-			t.Skipf("backend cluster: pass -converge.kubeconfig (or converge run --backend cluster --kubeconfig)")
+		cfg := cluster.Config{Kubeconfig: *kubeconfig, NamespacePrefix: s.Name + "-", Controller: scenarios.IdentityOf(c)}
+		if *kwokDir != "" {
+			kc := plane.kwok(t)
+			cfg.Kubeconfig, cfg.ControlPlane, cfg.Kwok = kc.Kubeconfig(), kc, true
 		}
-		b, err := cluster.New(cluster.Config{Kubeconfig: *kubeconfig, NamespacePrefix: s.Name + "-", Controller: scenarios.IdentityOf(c)})
+		if cfg.Kubeconfig == "" {
+			t.Skipf("backend cluster: pass -converge.kubeconfig or -converge.kwok (or converge run --backend cluster --kubeconfig or --kwok)")
+		}
+		b, err := cluster.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +354,9 @@ func replay(t *testing.T, backend string, seed uint64, file string) string {
 		}
 		cmd += " -converge.file=" + shellQuote(file)
 	}
-	if backend == scenarios.Cluster {
+	if backend == scenarios.Cluster && *kwokDir != "" {
+		cmd += " -converge.kwok=start"
+	} else if backend == scenarios.Cluster {
 		cmd += " -converge.kubeconfig=" + shellQuote(*kubeconfig)
 	}
 	return cmd
@@ -406,6 +420,35 @@ type controlPlane struct {
 	mu     sync.Mutex
 	planes map[envtest.Options]*envtest.ControlPlane
 	errs   map[envtest.Options]error
+
+	// kwokCluster is -converge.kwok's cluster, attached or started (owned)
+	// on first use.
+	kwokCluster *kwok.Cluster
+	kwokErr     error
+	kwokOwned   bool
+}
+
+// kwok returns -converge.kwok's cluster: the running one in its folder, or,
+// for "start", one started on first use and deleted when the test ends.
+func (p *controlPlane) kwok(t *testing.T) *kwok.Cluster {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.kwokCluster == nil && p.kwokErr == nil {
+		if *kwokDir == "start" {
+			p.kwokCluster, p.kwokErr = kwok.Start(context.Background(), kwok.Options{})
+			p.kwokOwned = true
+		} else {
+			p.kwokCluster, p.kwokErr = kwok.Attach(*kwokDir)
+		}
+	}
+	if err := p.kwokErr; err != nil {
+		if errors.Is(err, kwok.ErrNoBinaries) && !kwok.Required() {
+			t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+		}
+		t.Fatalf("kwok: %v", err)
+	}
+	return p.kwokCluster
 }
 
 func (p *controlPlane) get(t *testing.T, s *scenarios.Scenario) *envtest.ControlPlane {
@@ -443,6 +486,11 @@ func (p *controlPlane) stop(t *testing.T) func() {
 			}
 			if err := cp.Stop(); err != nil {
 				t.Errorf("stopping the envtest control plane: %v", err)
+			}
+		}
+		if p.kwokOwned && p.kwokCluster != nil {
+			if err := p.kwokCluster.Stop(); err != nil {
+				t.Errorf("deleting the kwok cluster: %v", err)
 			}
 		}
 	}

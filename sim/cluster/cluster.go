@@ -8,8 +8,13 @@
 // The controller under test reaches the API server by impersonating the
 // scaler's ServiceAccount after config/'s RBAC is applied, so its rights are
 // those of the manifests, not of the kubeconfig's user (who needs the
-// impersonate verb). Limits: no virtual time, no API server restart or etcd
-// compaction on demand; the namespace is deleted but not waited for.
+// impersonate verb). Limits: no virtual time; no API server restart or etcd
+// compaction unless Config.ControlPlane gives the means (a kwokctl cluster
+// started by sim/kwok does).
+//
+// On a kwokctl cluster (sim/kwok) the real kube-scheduler binds pods and
+// the kwok controller renews the Nodes' Leases; how it differs from envtest
+// is in sim/kwok's package doc.
 package cluster
 
 import (
@@ -48,6 +53,13 @@ type Config struct {
 	// run's namespace; ControllerConfig then impersonates it. Zero means
 	// the scaler's ServiceAccount and config/'s RBAC.
 	Controller sim.Identity
+	// ControlPlane restarts the API server and compacts etcd, where the
+	// cluster is the harness's own (a *kwok.Cluster); nil means the backend
+	// has neither capability.
+	ControlPlane sim.ControlPlane
+	// Kwok says the cluster is a kwokctl cluster of the harness's own
+	// (sim/kwok): Env.Can then has sim.KwokNodes.
+	Kwok bool
 }
 
 // Backend is the cluster backend.
@@ -135,12 +147,13 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		}
 		scaler = id.Config(admin, ns)
 	}
-	return &sim.Env{
+	env := &sim.Env{
 		Backend:          b.Name(),
 		Namespace:        ns,
 		RESTConfig:       rest.CopyConfig(admin),
 		ControllerConfig: scaler,
 		Observer:         observer,
+		ControlPlane:     b.cfg.ControlPlane,
 		Can: sim.Capabilities{
 			sim.VirtualTime:      "a real cluster runs in real time",
 			sim.RealAPIServer:    "",
@@ -148,8 +161,16 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 			sim.OutOfProcess:     "",
 			sim.APIServerRestart: "the cluster's API server is not ours to restart",
 			sim.EtcdCompaction:   "the cluster's etcd is not ours to compact",
+			sim.KwokNodes:        "not a kwokctl cluster of our own",
 		},
-	}, nil
+	}
+	if b.cfg.ControlPlane != nil {
+		env.Can[sim.APIServerRestart], env.Can[sim.EtcdCompaction] = "", ""
+	}
+	if b.cfg.Kwok {
+		env.Can[sim.KwokNodes] = ""
+	}
+	return env, nil
 }
 
 // Stop deletes the run's namespace and waits, up to two minutes, until it

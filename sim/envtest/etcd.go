@@ -24,22 +24,28 @@ func (cp *ControlPlane) CompactEtcd(ctx context.Context) (int64, error) {
 	if base == nil {
 		return 0, fmt.Errorf("envtest: etcd URL unknown")
 	}
+	return CompactEtcdAt(ctx, base.String())
+}
+
+// CompactEtcdAt compacts the etcd whose client URL is url up to its current
+// revision, through etcd's JSON gateway, and returns that revision.
+func CompactEtcdAt(ctx context.Context, url string) (int64, error) {
 	var rng struct {
 		Header struct {
 			Revision string `json:"revision"`
 		} `json:"header"`
 	}
 	key := base64.StdEncoding.EncodeToString([]byte("/converge/compaction-probe"))
-	if err := etcdCall(ctx, base.String()+"/v3/kv/range", map[string]any{"key": key}, &rng); err != nil {
+	if err := etcdCall(ctx, url+"/v3/kv/range", map[string]any{"key": key}, &rng); err != nil {
 		return 0, err
 	}
 	rev, err := strconv.ParseInt(rng.Header.Revision, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("envtest: etcd revision %q: %w", rng.Header.Revision, err)
+		return 0, fmt.Errorf("etcd revision %q: %w", rng.Header.Revision, err)
 	}
 	// "Already compacted" means nothing was written since the last
 	// compaction: the history is as short as it can be.
-	err = etcdCall(ctx, base.String()+"/v3/kv/compaction", map[string]any{"revision": rev, "physical": true}, nil)
+	err = etcdCall(ctx, url+"/v3/kv/compaction", map[string]any{"revision": rev, "physical": true}, nil)
 	if err != nil && !strings.Contains(err.Error(), "required revision has been compacted") {
 		return 0, err
 	}

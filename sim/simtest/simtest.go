@@ -1,6 +1,7 @@
 // Package simtest holds the backends' test helpers: the envtest control
-// plane a test binary shares (Main, Require), which ends a test loudly
-// when its binaries are missing, and fails it under CI.
+// plane and the kwokctl cluster a test binary shares (Main, Require,
+// RequireKwok), which end a test loudly when their binaries are missing,
+// and fail it under CI.
 package simtest
 
 import (
@@ -8,23 +9,59 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/kwok"
 )
 
 // Main runs a test binary's tests and stops the shared control planes after
 // them: call it from TestMain as os.Exit(simtest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
-	if err := envtest.StopShared(); err != nil {
+	if err := errors.Join(envtest.StopShared(), stopKwok()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if code == 0 {
 			code = 1
 		}
 	}
 	return code
+}
+
+var sharedKwok struct {
+	once    sync.Once
+	cluster *kwok.Cluster
+	err     error
+}
+
+// RequireKwok returns the kwokctl cluster the test binary shares, started
+// on first use, or ends the test when its binaries are missing: a failure
+// under CI (see kwok.Required), a loud skip elsewhere. Main deletes it.
+func RequireKwok(t testing.TB) *kwok.Cluster {
+	t.Helper()
+	sharedKwok.once.Do(func() {
+		sharedKwok.cluster, sharedKwok.err = kwok.Start(context.Background(), kwok.Options{})
+		if sharedKwok.err == nil {
+			fmt.Fprintf(os.Stderr, "kwok cluster %s ready in %v\n", sharedKwok.cluster.Name(), sharedKwok.cluster.Started.Round(time.Millisecond))
+		}
+	})
+	if err := sharedKwok.err; err != nil {
+		if errors.Is(err, kwok.ErrNoBinaries) && !kwok.Required() {
+			t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+		}
+		t.Fatalf("kwok: %v", err)
+	}
+	return sharedKwok.cluster
+}
+
+func stopKwok() error {
+	if c := sharedKwok.cluster; c != nil {
+		return c.Stop()
+	}
+	return nil
 }
 
 // Require returns the shared control plane for a test, or ends the test

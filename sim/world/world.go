@@ -78,6 +78,14 @@ type Config struct {
 	// controller (a real cluster's) does not mark the Nodes NotReady and
 	// evict their pods.
 	KeepNodesAlive bool
+	// Untainted leaves the Nodes without the converge.dev/simulated taint,
+	// so a real scheduler places any pod there: on a cluster that has no
+	// other Nodes (a kwokctl one).
+	Untainted bool
+	// PodsByStage leaves the pods' kubelet part (status, readiness, the
+	// final delete) to another actor: kwok's Stages (kwok.PodStages). The
+	// world still creates Nodes and, if asked, schedules.
+	PodsByStage bool
 	// Workers process the world's queue. Zero means 4.
 	Workers int
 	// Clock: nil means the real clock (virtual in a synctest bubble).
@@ -312,6 +320,9 @@ func (w *World) createNodes(ctx context.Context) error {
 			},
 			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: TaintSimNode, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
 		}
+		if w.cfg.Untainted {
+			node.Spec.Taints = nil
+		}
 		created, err := w.cfg.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			created, err = w.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
@@ -432,6 +443,8 @@ func (w *World) syncPod(ctx context.Context, name string) error {
 	}
 	pods := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace)
 	switch {
+	case w.cfg.PodsByStage && p.Spec.NodeName != "":
+		return nil // kwok's stages play its kubelet
 	case p.DeletionTimestamp != nil:
 		if p.Spec.NodeName == "" || w.ownNode(p.Spec.NodeName) {
 			// The simulated containers stop at once.

@@ -1,0 +1,253 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/cluster"
+	"github.com/converge-lab/converge/sim/kwok"
+	"github.com/converge-lab/converge/sim/simtest"
+	"github.com/converge-lab/converge/sim/world"
+)
+
+// kwokRun starts the cluster backend on the shared kwokctl cluster, with
+// the cluster as its control plane, and a world that neither schedules,
+// renews Leases nor plays pods: kube-scheduler and kwok do, the pods
+// through the Stages of kwok.PodStages (ready 1 s after binding).
+func kwokRun(t *testing.T, prefix string) (*kwok.Cluster, *sim.Env) {
+	t.Helper()
+	kc := simtest.RequireKwok(t)
+	b, err := cluster.New(cluster.Config{Kubeconfig: kc.Kubeconfig(), NamespacePrefix: prefix, ControlPlane: kc, Kwok: true})
+	require.NoError(t, err)
+	env, err := b.Start(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, b.Stop()) })
+
+	require.True(t, env.Can.Has(sim.KwokNodes))
+	model := world.Model{Kind: world.ReadyAfterDelay, Delay: time.Second}
+	stages, err := kwok.PodStages(env.Namespace, model)
+	require.NoError(t, err)
+	remove, err := kwok.InstallPodStages(context.Background(), env.RESTConfig, stages)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, remove(context.Background())) })
+	w, err := world.New(world.Config{Client: env.Observer, Namespace: env.Namespace, Nodes: 2, Untainted: true,
+		PodsByStage: true, Readiness: model})
+	require.NoError(t, err)
+	_, logCtx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(logCtx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); assert.NoError(t, <-done) })
+	require.Eventually(t, func() bool { return len(w.Nodes()) == 2 }, 30*time.Second, 20*time.Millisecond)
+	return kc, env
+}
+
+func placedDeployment(ns, name string, replicas int32) *appsv1.Deployment {
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}}},
+			},
+		},
+	}
+	world.Placement(&d.Spec.Template.Spec, ns)
+	return d
+}
+
+// TestKwokClusterSchedulesAndKeepsNodes runs on a kwokctl cluster: pods of a
+// Deployment are created by kube-controller-manager, bound to the run's
+// Nodes by kube-scheduler and made ready by kwok's Stages (the world does
+// neither here), and the Nodes' Leases are renewed by kwok (the world does
+// not renew them). Scaled down, the pods go through kwok's delete Stage.
+func TestKwokClusterSchedulesAndKeepsNodes(t *testing.T) {
+	kc, env := kwokRun(t, "kwok-")
+	ctx := context.Background()
+	assert.True(t, env.Can.Has(sim.APIServerRestart), "a cluster of our own can be restarted")
+	assert.True(t, env.Can.Has(sim.EtcdCompaction))
+	t.Logf("kwok cluster ready in %v", kc.Started)
+
+	_, err := env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, placedDeployment(env.Namespace, "web", 3), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := env.Observer.AppsV1().Deployments(env.Namespace).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && got.Status.ReadyReplicas == 3
+	}, time.Minute, 100*time.Millisecond, "three pods ready")
+
+	pods, err := env.Observer.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 3)
+	for _, p := range pods.Items {
+		assert.True(t, strings.HasPrefix(p.Spec.NodeName, env.Namespace+"-node-"), "%s on %q", p.Name, p.Spec.NodeName)
+	}
+	for _, p := range pods.Items {
+		assert.Equal(t, corev1.PodRunning, p.Status.Phase)
+		require.NotNil(t, p.Status.StartTime)
+		ready := p.Status.Conditions[len(p.Status.Conditions)-1]
+		assert.Equal(t, corev1.PodReady, ready.Type)
+		assert.Equal(t, corev1.ConditionTrue, ready.Status)
+	}
+	events, err := env.Observer.CoreV1().Events(env.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("reason", "Scheduled").String()})
+	require.NoError(t, err)
+	assert.Len(t, events.Items, 3, "kube-scheduler reported each binding")
+
+	nodes, err := env.Observer.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: world.LabelRun + "=" + env.Namespace})
+	require.NoError(t, err)
+	require.Len(t, nodes.Items, 2)
+	for _, n := range nodes.Items {
+		require.Eventually(t, func() bool {
+			lease, err := env.Observer.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.Name, metav1.GetOptions{})
+			return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && lease.Spec.RenewTime != nil
+		}, time.Minute, 100*time.Millisecond, "kwok holds and renews a Lease for %s (the world keeps none here)", n.Name)
+	}
+
+	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pods, err := env.Observer.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 1
+	}, time.Minute, 100*time.Millisecond, "the pods scaled away are deleted by kwok's delete stage, as a kubelet would")
+}
+
+// TestKwokAPIServerRestart restarts the kwokctl cluster's kube-apiserver
+// under a running informer: its watch breaks and it watches again, and the
+// pods kube-controller-manager creates after the restart (it reconnected
+// too) reach its cache.
+func TestKwokAPIServerRestart(t *testing.T) {
+	_, env := kwokRun(t, "kwok-restart-")
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	watches := 0
+	cfg := env.RESTConfig
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.URL.Query().Get("watch") == "true" {
+				mu.Lock()
+				watches++
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(env.Namespace))
+	inf := factory.Core().V1().Pods().Informer()
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() })
+	require.True(t, cache.WaitForCacheSync(stop, inf.HasSynced))
+	mu.Lock()
+	before := watches
+	mu.Unlock()
+
+	require.NoError(t, env.ControlPlane.RestartAPIServer(ctx))
+	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, placedDeployment(env.Namespace, "after", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 2 }, time.Minute, 50*time.Millisecond,
+		"kube-controller-manager created the pods and the informer saw them, both through the restarted server")
+	mu.Lock()
+	assert.Greater(t, watches, before, "the informer watched again")
+	mu.Unlock()
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestKwokCompaction compacts the kwokctl cluster's etcd: a read of etcd at
+// a revision before the compaction fails.
+func TestKwokCompaction(t *testing.T) {
+	kc, env := kwokRun(t, "kwok-compact-")
+	ctx := context.Background()
+	cms := env.Observer.CoreV1().ConfigMaps(env.Namespace)
+	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	readAt := func() (int, string) {
+		body := fmt.Sprintf(`{"key":"Lw==","range_end":"MA==","revision":%s,"count_only":true}`, first.ResourceVersion)
+		resp, err := http.Post(kc.EtcdURL()+"/v3/kv/range", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw)
+	}
+	code, body := readAt()
+	require.Equal(t, http.StatusOK, code, "readable before: %s", body)
+
+	require.NoError(t, env.ControlPlane.Compact(ctx))
+	code, body = readAt()
+	assert.NotEqual(t, http.StatusOK, code)
+	assert.Contains(t, body, "compacted")
+}
+
+// TestKwokStopLeavesNoProcess starts a cluster of its own and deletes it:
+// while it runs, its processes are found by its folder in their command
+// lines; after Stop none is left, and the folder is gone.
+func TestKwokStopLeavesNoProcess(t *testing.T) {
+	simtest.RequireKwok(t) // the binaries are there
+	kc, err := kwok.Start(context.Background(), kwok.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = kc.Stop() })
+	running := processesUnder(t, kc.Workdir())
+	assert.GreaterOrEqual(t, len(running), 5, "etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok: %v", running)
+
+	require.NoError(t, kc.Stop())
+	require.NoError(t, kc.Stop(), "a second Stop is harmless")
+	assert.Empty(t, processesUnder(t, kc.Workdir()))
+	_, err = os.Stat(kc.Workdir())
+	assert.True(t, os.IsNotExist(err), "the cluster's folder is removed")
+}
+
+// processesUnder lists the live processes whose command line names dir.
+func processesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), dir) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := strings.LastIndexByte(string(stat), ')'); err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			continue
+		}
+		out = append(out, strings.SplitN(string(cmdline), "\x00", 2)[0])
+	}
+	return out
+}

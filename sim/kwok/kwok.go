@@ -1,0 +1,466 @@
+// Package kwok starts a real multi-component cluster without containers:
+// kwokctl's binary runtime running etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, built from source by
+// hack/assets.sh, and the kwok controller, which plays the Nodes' kubelets.
+// kwok and kwokctl are built by hack/kwok.sh (`make assets`) at Version;
+// nothing is downloaded.
+//
+// The cluster backend (sim/cluster) runs on it through its kubeconfig; a
+// Cluster is also a sim.ControlPlane: RestartAPIServer stops kube-apiserver
+// and starts it again with the flags kwokctl gave it (same port, etcd and
+// certificates), and Compact compacts etcd's history.
+//
+// The kwok controller runs with the Stage resource enabled and one stage
+// installed (stages/node-ready.yaml): a Node that is not Ready becomes
+// Ready, and kwok holds and renews every Node's Lease. It does nothing to
+// pods until a Stage says so; the world simulator plays what no Stage
+// covers. Every component listens on 127.0.0.1 only.
+//
+// How it differs from envtest, as a controller could tell:
+//   - kube-scheduler binds pods (envtest has none; the world binds there),
+//     so a pod is Pending, then bound with a Scheduled event, and an
+//     unschedulable one gets a PodScheduled=False condition;
+//   - kube-controller-manager runs its default controllers, node lifecycle
+//     and pod GC included: a Node whose Lease is not renewed goes NotReady
+//     and its pods are evicted, so kwok holds the Leases (the world does
+//     not); envtest's runs the deployment, replicaset, garbagecollector and
+//     namespace controllers only;
+//   - it publishes kube-root-ca.crt into every namespace (a ConfigMap a
+//     watch or list of ConfigMaps sees), which envtest's does not;
+//   - the garbage collector and the namespace controller run in both, at
+//     the same speed, so GC and namespace deletion match (the conformance
+//     table in package sim runs on both and expects the same answers);
+//   - the Nodes of a run are untainted (sim.KwokNodes), so runs on one
+//     cluster go one at a time.
+//
+// Processes are detached from the test binary: Stop deletes them, and
+// Start deletes the clusters of test binaries that died without stopping
+// theirs.
+package kwok
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/envtest"
+)
+
+// Version is the kwok release hack/kwok.sh builds.
+const Version = "v0.8.0"
+
+// ErrNoBinaries is returned when kwok, kwokctl or a control-plane binary is
+// missing.
+var ErrNoBinaries = errors.New("kwok binaries missing; run `make assets` (hack/assets.sh and hack/kwok.sh) to build them")
+
+// DefaultBinDir is where hack/kwok.sh puts kwok and kwokctl:
+// $CONVERGE_KWOK_DIR, else under the user's cache dir, keyed by version, os
+// and arch.
+func DefaultBinDir() (string, error) {
+	if dir := os.Getenv("CONVERGE_KWOK_DIR"); dir != "" {
+		return dir, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "converge", "kwok", fmt.Sprintf("%s-%s-%s", Version, runtime.GOOS, runtime.GOARCH)), nil
+}
+
+// Binaries locates every binary a cluster runs: kwok and kwokctl in binDir
+// (empty means DefaultBinDir), the control plane where envtest finds it
+// plus kube-scheduler. It fails with ErrNoBinaries, naming what is missing
+// where.
+func Binaries(binDir string) (kwokBin, assets string, err error) {
+	if binDir == "" {
+		if binDir, err = DefaultBinDir(); err != nil {
+			return "", "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
+		}
+	}
+	if assets, err = envtest.FindAssets(); err != nil {
+		return "", "", fmt.Errorf("%w: %v", ErrNoBinaries, err)
+	}
+	var missing []string
+	for _, p := range []string{filepath.Join(binDir, "kwok"), filepath.Join(binDir, "kwokctl"), filepath.Join(assets, "kube-scheduler")} {
+		if info, err := os.Stat(p); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return "", "", fmt.Errorf("%w (%s)", ErrNoBinaries, strings.Join(missing, ", "))
+	}
+	return binDir, assets, nil
+}
+
+// Required reports whether a missing binary must fail tests rather than skip
+// them: under CI=true, or CONVERGE_REQUIRE_KWOK=1.
+func Required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("CONVERGE_REQUIRE_KWOK") == "1"
+}
+
+// Options configures a cluster.
+type Options struct {
+	// BinDir holds kwok and kwokctl. Empty means DefaultBinDir.
+	BinDir string
+	// Wait bounds the cluster's start. Zero means two minutes.
+	Wait time.Duration
+}
+
+// Cluster is a running kwokctl cluster.
+type Cluster struct {
+	name, kwokctl, workdir string
+	env                    []string
+	etcdURL                string
+	admin                  *rest.Config
+
+	mu       sync.Mutex
+	stopped  bool
+	attached bool
+	// Started is how long the cluster took to be ready.
+	Started time.Duration
+}
+
+var _ sim.ControlPlane = (*Cluster)(nil)
+
+// root holds a folder per cluster, named by the owning process's pid: Start
+// deletes those whose process is gone.
+func root() string { return filepath.Join(os.TempDir(), "converge-kwok") }
+
+// Start creates a cluster and waits until its API server answers. Every
+// control-plane component runs with its QPS limits lifted.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	binDir, assets, err := Binaries(opts.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = 2 * time.Minute
+	}
+	reapOrphans(ctx, filepath.Join(binDir, "kwokctl"))
+	if err := os.MkdirAll(root(), 0o700); err != nil {
+		return nil, fmt.Errorf("kwok: %w", err)
+	}
+	workdir, err := os.MkdirTemp(root(), strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, fmt.Errorf("kwok: %w", err)
+	}
+	version, err := exec.CommandContext(ctx, filepath.Join(assets, "kube-apiserver"), "--version").Output()
+	if err != nil {
+		_ = os.RemoveAll(workdir)
+		return nil, fmt.Errorf("kwok: kube-apiserver --version: %w", err)
+	}
+	fields := strings.Fields(string(version)) // "Kubernetes v1.37.2"
+	if len(fields) == 0 {
+		_ = os.RemoveAll(workdir)
+		return nil, fmt.Errorf("kwok: kube-apiserver --version printed nothing")
+	}
+	etcdPort, err := freePort()
+	if err != nil {
+		_ = os.RemoveAll(workdir)
+		return nil, fmt.Errorf("kwok: %w", err)
+	}
+	c := &Cluster{
+		name:    "converge-" + filepath.Base(workdir),
+		kwokctl: filepath.Join(binDir, "kwokctl"),
+		workdir: workdir,
+		env:     append(os.Environ(), "KWOK_WORKDIR="+workdir, "KWOK_KUBE_VERSION="+fields[len(fields)-1]),
+		etcdURL: fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
+	}
+	// Options without a flag: every component listens on loopback only.
+	conf := filepath.Join(workdir, "kwokctl.yaml")
+	err = os.WriteFile(conf, []byte("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\noptions:\n  bindAddress: 127.0.0.1\n"), 0o600)
+	if err != nil {
+		_ = os.RemoveAll(workdir)
+		return nil, fmt.Errorf("kwok: %w", err)
+	}
+	begin := time.Now()
+	_, err = c.run(ctx, opts.Wait+30*time.Second, "create", "cluster", "--runtime", "binary",
+		"--etcd-binary", filepath.Join(assets, "etcd"),
+		"--kube-apiserver-binary", filepath.Join(assets, "kube-apiserver"),
+		"--kube-controller-manager-binary", filepath.Join(assets, "kube-controller-manager"),
+		"--kube-scheduler-binary", filepath.Join(assets, "kube-scheduler"),
+		"--kwok-controller-binary", filepath.Join(binDir, "kwok"),
+		"--etcd-port", strconv.Itoa(etcdPort),
+		"--enable-crds", "Stage",
+		"--disable-qps-limits",
+		"--config", conf,
+		"--kubeconfig", c.Kubeconfig(),
+		"--wait", opts.Wait.String())
+	if err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if c.admin, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig()); err != nil {
+		return nil, errors.Join(fmt.Errorf("kwok: %w", err), c.Stop())
+	}
+	if err := c.waitServed(ctx, opts.Wait); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if err := c.installStages(ctx, opts.Wait); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	c.Started = time.Since(begin)
+	return c, nil
+}
+
+// Attach reaches a cluster another process started, from its Workdir: its
+// API server can be restarted and its etcd compacted from here, but only
+// its owner stops it (Stop does nothing on an attached cluster).
+func Attach(workdir string) (*Cluster, error) {
+	clusters, err := os.ReadDir(filepath.Join(workdir, "clusters"))
+	if err != nil {
+		return nil, fmt.Errorf("kwok: %s is not a cluster's folder: %w", workdir, err)
+	}
+	if len(clusters) != 1 {
+		return nil, fmt.Errorf("kwok: %s holds %d clusters, want 1", workdir, len(clusters))
+	}
+	c := &Cluster{name: clusters[0].Name(), workdir: workdir, stopped: true, attached: true}
+	etcd, err := readComponent(filepath.Join(workdir, "clusters", c.name, "kwok.yaml"), "etcd")
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range etcd.Args {
+		if url, ok := strings.CutPrefix(a, "--listen-client-urls="); ok {
+			c.etcdURL = strings.Replace(strings.Split(url, ",")[0], "0.0.0.0", "127.0.0.1", 1)
+		}
+	}
+	if c.etcdURL == "" {
+		return nil, fmt.Errorf("kwok: no etcd client URL in %s's configuration", c.name)
+	}
+	if c.admin, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig()); err != nil {
+		return nil, fmt.Errorf("kwok: %w", err)
+	}
+	return c, nil
+}
+
+// Name is the cluster's kwokctl name.
+func (c *Cluster) Name() string { return c.name }
+
+// Kubeconfig is the path of an administrator kubeconfig for the cluster.
+func (c *Cluster) Kubeconfig() string { return filepath.Join(c.workdir, "kubeconfig") }
+
+// Workdir holds the cluster's configuration, pid files and logs (under
+// clusters/NAME/logs).
+func (c *Cluster) Workdir() string { return c.workdir }
+
+// EtcdURL is etcd's client URL.
+func (c *Cluster) EtcdURL() string { return c.etcdURL }
+
+// Config is a REST config with the kubeconfig's administrator rights.
+func (c *Cluster) Config() *rest.Config { return rest.CopyConfig(c.admin) }
+
+// RestartAPIServer stops kube-apiserver with SIGTERM (SIGKILL after 5s of
+// draining) and starts it again as kwokctl did: the same binary and flags
+// from the cluster's kwok.yaml, so the port, certificates and etcd stay and
+// every client and kubeconfig stays valid. The new process's pid goes where
+// kwokctl keeps it, so Stop deletes it. It returns once the new one
+// answers.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped && !c.attached {
+		return errors.New("kwok: cluster stopped")
+	}
+	dir := filepath.Join(c.workdir, "clusters", c.name)
+	comp, err := readComponent(filepath.Join(dir, "kwok.yaml"), "kube-apiserver")
+	if err != nil {
+		return err
+	}
+	pidFile := filepath.Join(comp.WorkDir, "pids", "kube-apiserver.pid")
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		return fmt.Errorf("kwok: finding kube-apiserver: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return fmt.Errorf("kwok: %s: %w", pidFile, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("kwok: stopping kube-apiserver: %w", err)
+	}
+	if !waitGone(ctx, pid, 5*time.Second) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if !waitGone(ctx, pid, 10*time.Second) {
+			return fmt.Errorf("kwok: kube-apiserver (pid %d) did not stop", pid)
+		}
+	}
+	log, err := os.OpenFile(filepath.Join(comp.WorkDir, "logs", "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("kwok: %w", err)
+	}
+	defer log.Close()
+	cmd := exec.Command(comp.Binary, comp.Args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = comp.WorkDir, log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // detached, as kwokctl starts it
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("kwok: starting kube-apiserver: %w", err)
+	}
+	go func() { _ = cmd.Wait() }() // reaped when it exits; Stop kills it by its pid file
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("kwok: %w", err)
+	}
+	return c.waitServed(ctx, time.Minute)
+}
+
+// component is what kwok.yaml says of one of the cluster's processes.
+type component struct {
+	Name    string   `json:"name"`
+	Binary  string   `json:"binary"`
+	Args    []string `json:"args"`
+	WorkDir string   `json:"workDir"`
+}
+
+// readComponent reads the named component of a kwokctl cluster's
+// kwok.yaml (its first document, a KwokctlConfiguration).
+func readComponent(file, name string) (component, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return component{}, fmt.Errorf("kwok: %w", err)
+	}
+	first, _, _ := strings.Cut(string(raw), "\n---")
+	var conf struct {
+		Components []component `json:"components"`
+	}
+	if err := yaml.Unmarshal([]byte(first), &conf); err != nil {
+		return component{}, fmt.Errorf("kwok: %s: %w", file, err)
+	}
+	for _, c := range conf.Components {
+		if c.Name == name && c.Binary != "" && c.WorkDir != "" {
+			return c, nil
+		}
+	}
+	return component{}, fmt.Errorf("kwok: %s names no %s", file, name)
+}
+
+// Compact compacts etcd's history up to its current revision.
+func (c *Cluster) Compact(ctx context.Context) error {
+	_, err := envtest.CompactEtcdAt(ctx, c.etcdURL)
+	return err
+}
+
+// Stop deletes the cluster: every process it started, and its folder. It is
+// safe to call twice.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
+	_, err := c.run(context.Background(), 2*time.Minute, "delete", "cluster")
+	if err == nil {
+		err = os.RemoveAll(c.workdir)
+	}
+	return err
+}
+
+// run runs kwokctl on this cluster and returns its output.
+func (c *Cluster) run(ctx context.Context, limit time.Duration, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.kwokctl, append([]string{"--name", c.name}, args...)...)
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("kwokctl %s: %w\n%s", strings.Join(args[:min(2, len(args))], " "), err, tail(out, 4000))
+	}
+	return out, nil
+}
+
+// waitServed polls /readyz until it answers ok.
+func (c *Cluster) waitServed(ctx context.Context, limit time.Duration) error {
+	client, err := kubernetes.NewForConfig(c.admin)
+	if err != nil {
+		return fmt.Errorf("kwok: %w", err)
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		reqCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(reqCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("kwok: the API server is not ready after %v: %w", limit, err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling another process
+	}
+}
+
+// reapOrphans deletes the clusters of processes that are gone: a test
+// binary killed before its Stop leaves them running, detached.
+func reapOrphans(ctx context.Context, kwokctl string) {
+	entries, err := os.ReadDir(root())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		owner, _, ok := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(owner)
+		if !ok || err != nil || !e.IsDir() || alive(pid) {
+			continue
+		}
+		c := &Cluster{name: "converge-" + e.Name(), kwokctl: kwokctl, workdir: filepath.Join(root(), e.Name())}
+		c.env = append(os.Environ(), "KWOK_WORKDIR="+c.workdir)
+		if _, err := c.run(ctx, time.Minute, "delete", "cluster"); err == nil {
+			_ = os.RemoveAll(c.workdir)
+		}
+	}
+}
+
+// alive reports whether a process with this pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// waitGone polls until the process has exited (or is a zombie).
+func waitGone(ctx context.Context, pid int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return true
+		}
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process's exit
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

@@ -1,0 +1,97 @@
+package kwok
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/converge-lab/converge/sim/world"
+)
+
+// TestVersionIsTheScripts: hack/kwok.sh builds the version this package
+// looks for, or DefaultBinDir names a folder nothing fills.
+func TestVersionIsTheScripts(t *testing.T) {
+	raw, err := os.ReadFile("../../hack/kwok.sh")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^KWOK_VERSION=(\S+)`).FindSubmatch(raw)
+	require.NotNil(t, m, "hack/kwok.sh sets KWOK_VERSION")
+	assert.Equal(t, Version, string(m[1]))
+}
+
+func TestMissingBinariesAreNamed(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("KUBEBUILDER_ASSETS", dir)
+	_, _, err := Binaries(dir)
+	require.ErrorIs(t, err, ErrNoBinaries)
+	assert.Contains(t, err.Error(), "kube-apiserver")
+
+	for _, b := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "kwokctl"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, b), nil, 0o755))
+	}
+	_, _, err = Binaries(dir)
+	require.ErrorIs(t, err, ErrNoBinaries)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "kwok")+",")
+	assert.Contains(t, err.Error(), filepath.Join(dir, "kube-scheduler"))
+	assert.NotContains(t, err.Error(), "kwokctl")
+}
+
+func TestReadComponent(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "kwok.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+components:
+- args: [--etcd-servers=http://127.0.0.1:1]
+  binary: /x/etcd
+  name: etcd
+  workDir: /w
+- args: [--secure-port=2, --etcd-servers=http://127.0.0.1:1]
+  binary: /x/kube-apiserver
+  name: kube-apiserver
+  workDir: /w
+kind: KwokctlConfiguration
+---
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+`), 0o600))
+	c, err := readComponent(file, "kube-apiserver")
+	require.NoError(t, err)
+	assert.Equal(t, component{Name: "kube-apiserver", Binary: "/x/kube-apiserver", Args: []string{"--secure-port=2", "--etcd-servers=http://127.0.0.1:1"}, WorkDir: "/w"}, c)
+	_, err = readComponent(file, "kube-scheduler")
+	assert.ErrorContains(t, err, "names no kube-scheduler")
+	_, err = readComponent(filepath.Join(t.TempDir(), "missing"), "kube-apiserver")
+	assert.Error(t, err)
+}
+
+// TestPodStagesMapTwoModels: ready-after-delay and never-ready become
+// Stages for the namespace's bound pods, with the kubelet's final delete;
+// the other models stay the world's.
+func TestPodStagesMapTwoModels(t *testing.T) {
+	stages, err := PodStages("ns-1", world.Model{Kind: world.ReadyAfterDelay, Delay: 2 * time.Second, Jitter: 3 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, stages, 2)
+	assert.Equal(t, "converge-ns-1-pod-ready", stages[0].GetName())
+	delay, _, _ := unstructured.NestedMap(stages[0].Object, "spec", "delay")
+	assert.Equal(t, map[string]any{"durationMilliseconds": int64(2000), "jitterDurationMilliseconds": int64(5000)}, delay)
+	tmpl, _, _ := unstructured.NestedString(stages[0].Object, "spec", "next", "statusTemplate")
+	assert.Contains(t, tmpl, "type: Ready\n  status: \"True\"")
+	exprs, _, _ := unstructured.NestedSlice(stages[0].Object, "spec", "selector", "matchExpressions")
+	assert.Contains(t, exprs, map[string]any{"key": ".metadata.namespace", "operator": "In", "values": []any{"ns-1"}})
+	assert.Equal(t, "converge-ns-1-pod-delete", stages[1].GetName())
+	del, _, _ := unstructured.NestedBool(stages[1].Object, "spec", "next", "delete")
+	assert.True(t, del)
+
+	stages, err = PodStages("ns-1", world.Model{Kind: world.NeverReady})
+	require.NoError(t, err)
+	tmpl, _, _ = unstructured.NestedString(stages[0].Object, "spec", "next", "statusTemplate")
+	assert.Contains(t, tmpl, "type: Ready\n  status: \"False\"")
+
+	for _, kind := range []string{world.FractionNever, world.Flapping, world.CapacityLimited, world.CrashLooping} {
+		_, err := PodStages("ns-1", world.Model{Kind: kind, Period: time.Second})
+		assert.ErrorContains(t, err, "the world plays it", kind)
+	}
+}
