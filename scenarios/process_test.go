@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/simtest"
 )
 
@@ -61,6 +64,75 @@ timing: {deadline: 2m, settle: 10s}
 	var log strings.Builder
 	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Envtest, Seed: 1, Log: &syncWriter{b: &log}, Controller: scaler.For(s)})
 	require.True(t, res.Pass, "%v\n%s", res.Reasons, log.String())
+	assertExits(t, res, bin, "ended by signal killed", "exited with status 0")
+}
+
+// The same binary on a kwokctl cluster through the cluster backend and the
+// fault proxy, with one worker so that its patches go one at a time: a 503
+// on its first patch (retried), SIGKILL after the retry,
+// SIGTERM after the first patch of its replacement (2 s in; the first
+// process is dead from its second patch until 3 s later); a new process
+// takes over each time, kube-scheduler binds and kwok readies the pods, and
+// every process is gone at the end.
+func TestOutOfProcessControllerOnKwok(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kwok")
+	}
+	kc := simtest.RequireKwok(t)
+	bin := filepath.Join(t.TempDir(), "scaler")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/scaler").CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	s, err := scenarios.Parse("out-of-process-kwok.yaml", []byte(fmt.Sprintf(`
+name: out-of-process-kwok
+catches: a binary that does not recover from SIGKILL or SIGTERM
+backends: [cluster]
+objects:
+  - count: 4
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web-{{index}}
+        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
+        annotations: {converge.dev/max-replicas: "8"}
+      spec:
+        replicas: 2
+        selector: {matchLabels: {app: "web-{{index}}"}}
+        template:
+          metadata: {labels: {app: "web-{{index}}"}}
+          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
+world: {readiness: {kind: ready-after-delay, delay: 5s}}
+faults:
+  - {fault: server-error, code: 503, target: {verbs: [patch], resource: deployments}, when: {nth: 1}}
+  - {fault: crash, target: {verbs: [patch], resource: deployments}, when: {nth: 2}}
+  - {fault: terminate, target: {verbs: [patch], resource: deployments}, when: {after: 2s, count: 1}}
+controller:
+  restartAfter: 3s
+  command: [%q, "--kubeconfig={kubeconfig}", "--namespace={namespace}", "--metrics-addr=0", "--health-addr=0", "--cooldown=10s", "--workers=1"]
+timing: {deadline: 3m, settle: 10s}
+`, bin)))
+	require.NoError(t, err)
+	b, err := cluster.New(cluster.Config{Kubeconfig: kc.Kubeconfig(), NamespacePrefix: "out-of-process-", ControlPlane: kc, Kwok: true,
+		Controller: scenarios.IdentityOf(scaler.For(s))})
+	require.NoError(t, err)
+	var log strings.Builder
+	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Cluster, SimBackend: b, Seed: 1, Log: &syncWriter{b: &log}, Controller: scaler.For(s)})
+	require.True(t, res.Pass, "%v\n%s", res.Reasons, log.String())
+	fired := map[string]int{}
+	for _, f := range res.History.Faults {
+		fired[f.Fault]++
+	}
+	assert.Empty(t, res.Unfired, "%+v", res.History.Faults)
+	assert.Equal(t, 1, fired["server-error"], "the 503 went through the proxy: %v", res.History.Faults)
+	assertExits(t, res, bin, "ended by signal killed", "exited with status 0", "exited with status 0")
+	assert.True(t, slices.ContainsFunc(res.History.Log, func(e reports.Entry) bool { return strings.Contains(e.What, "kwok's stages play them") }),
+		"kwok's Stages played the pods")
+}
+
+// assertExits checks each process's exit, in order, and that none is left.
+func assertExits(t *testing.T, res *reports.Result, bin string, want ...string) {
+	t.Helper()
 	assert.Equal(t, "scaler", res.Controller)
 	var exits []string
 	for _, f := range res.History.Faults {
@@ -68,10 +140,11 @@ timing: {deadline: 2m, settle: 10s}
 			exits = append(exits, f.Outcome)
 		}
 	}
-	require.Len(t, exits, 2, "the killed process and its replacement, stopped at the end")
-	assert.Contains(t, exits[0], "ended by signal killed")
-	assert.Contains(t, exits[1], "exited with status 0")
-	assert.Equal(t, 2, res.Counters.Instances)
+	require.Len(t, exits, len(want), "each process, the last stopped at the end: %v", exits)
+	for i, w := range want {
+		assert.Contains(t, exits[i], w)
+	}
+	assert.Equal(t, len(want), res.Counters.Instances)
 	assert.Empty(t, scalerProcesses(t, bin), "no process remains")
 }
 
