@@ -286,3 +286,15 @@ func TestRunAUsersTests(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "replay: pass=true")
 }
+
+// Without kwok's binaries, --kwok and converge kwok say what to build
+// before anything starts.
+func TestKwokWithoutBinaries(t *testing.T) {
+	t.Setenv("CONVERGE_KWOK_DIR", t.TempDir())
+	for _, args := range [][]string{{"run", "baseline", "--backend", "cluster", "--kwok"}, {"kwok"}} {
+		_, err := run(t, args...)
+		require.Error(t, err, args)
+		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
+		assert.ErrorContains(t, err, "make assets", args)
+	}
+}

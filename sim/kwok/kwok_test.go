@@ -92,6 +92,6 @@ func TestPodStagesMapTwoModels(t *testing.T) {
 
 	for _, kind := range []string{world.FractionNever, world.Flapping, world.CapacityLimited, world.CrashLooping} {
 		_, err := PodStages("ns-1", world.Model{Kind: kind, Period: time.Second})
-		assert.ErrorContains(t, err, "the world plays it", kind)
+		assert.ErrorContains(t, err, "has no kwok Stage", kind)
 	}
 }

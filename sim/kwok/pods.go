@@ -42,7 +42,7 @@ func PodStages(namespace string, m world.Model) ([]*unstructured.Unstructured, e
 			expr(".metadata.deletionTimestamp", "DoesNotExist"),
 			expr(".status.phase", "NotIn", "Running")))
 	default:
-		return nil, fmt.Errorf("readiness model %s has no kwok Stage: the world plays it", m.Kind)
+		return nil, fmt.Errorf("readiness model %s has no kwok Stage", m.Kind)
 	}
 	return append(stages, podStage(namespace, "pod-delete", nil, map[string]any{"delete": true},
 		expr(".metadata.deletionTimestamp", "Exists"))), nil
