@@ -455,7 +455,7 @@ func (r *run) startWorld(ctx context.Context) (func(), error) {
 	w, err := world.New(world.Config{
 		Client: client, Namespace: r.env.Namespace, Readiness: ws.Readiness.Model(), Seed: int64(r.opts.Seed),
 		Scheduler: !ws.NoScheduler && !kwokNodes, Deployments: r.opts.Backend == Fake && !ws.NoDeployments, Nodes: ws.Nodes,
-		KeepNodesAlive: r.opts.Backend == Cluster && !kwokNodes, Untainted: kwokNodes, PodsByStage: byStage,
+		KeepNodesAlive: r.opts.Backend == Cluster && !kwokNodes, Untainted: kwokNodes, NodesByStage: kwokNodes, PodsByStage: byStage,
 	})
 	if err != nil {
 		return nil, errors.Join(err, removeStages(context.WithoutCancel(ctx)))

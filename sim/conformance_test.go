@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -87,13 +88,15 @@ func run(t *testing.T, b sim.Backend, model world.Model, playDeployments bool, b
 	kwokNodes := env.Can.Has(sim.KwokNodes)
 	w, err := world.New(world.Config{
 		Client: env.Observer, Namespace: env.Namespace, Readiness: model,
-		Scheduler: !kwokNodes, Untainted: kwokNodes, Deployments: playDeployments,
+		Scheduler: !kwokNodes, Untainted: kwokNodes, NodesByStage: kwokNodes, Deployments: playDeployments,
 	})
 	require.NoError(t, err)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
+	observer.client, observer.namespace = env.Observer, env.Namespace
+	defer func() { observer.client = nil }()
 	defer func() {
 		cancel()
 		require.NoError(t, <-done)
@@ -108,8 +111,37 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {
+		if !time.Now().Before(deadline) {
+			describe(t)
+		}
 		require.True(t, time.Now().Before(deadline), msg)
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// observer is the running test's client, for describe.
+var observer struct {
+	client    kubernetes.Interface
+	namespace string
+}
+
+// describe logs the run's pods and Nodes, so that a wait that timed out
+// says what it waited on.
+func describe(t *testing.T) {
+	t.Helper()
+	if observer.client == nil {
+		return
+	}
+	ctx := context.Background()
+	if pods, err := observer.client.CoreV1().Pods(observer.namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			t.Logf("pod %s: node %q, phase %s, conditions %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
+		}
+	}
+	if nodes, err := observer.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			t.Logf("node %s: taints %+v, conditions %d", n.Name, n.Spec.Taints, len(n.Status.Conditions))
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ func kwokRun(t *testing.T, prefix string) (*kwok.Cluster, *sim.Env) {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, remove(context.Background())) })
 	w, err := world.New(world.Config{Client: env.Observer, Namespace: env.Namespace, Nodes: 2, Untainted: true,
-		PodsByStage: true, Readiness: model})
+		NodesByStage: true, PodsByStage: true, Readiness: model})
 	require.NoError(t, err)
 	_, logCtx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(logCtx)

@@ -86,6 +86,9 @@ type Config struct {
 	// final delete) to another actor: kwok's Stages (kwok.PodStages). The
 	// world still creates Nodes and, if asked, schedules.
 	PodsByStage bool
+	// NodesByStage leaves the Nodes' status to another actor (kwok's node
+	// stage reports them Ready): the world only creates and deletes them.
+	NodesByStage bool
 	// Workers process the world's queue. Zero means 4.
 	Workers int
 	// Clock: nil means the real clock (virtual in a synctest bubble).
@@ -106,6 +109,9 @@ type World struct {
 
 	mu    sync.Mutex
 	nodes []string
+	// created are the Nodes created so far, ready or not: deleted at
+	// the end.
+	created []string
 	// pending are the pods each Deployment's sync created or deleted that
 	// the cache has not shown yet: counting them avoids creating twice.
 	pending map[string]*pending
@@ -234,13 +240,13 @@ func (w *World) Run(ctx context.Context) error {
 		workqueue.NewTypedItemExponentialFailureRateLimiter[key](5*time.Millisecond, 10*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[key]{Clock: w.clock})
 	defer w.queue.ShutDown()
+	defer w.deleteNodes(context.WithoutCancel(ctx))
 	if err := w.createNodes(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
 		return err
 	}
-	defer w.deleteNodes(context.WithoutCancel(ctx))
 
 	w.factory.Start(ctx.Done())
 	defer w.factory.Shutdown()
@@ -329,6 +335,17 @@ func (w *World) createNodes(ctx context.Context) error {
 		}
 		if err != nil {
 			return fmt.Errorf("world: creating node: %w", err)
+		}
+		// Deleted at the end from its creation on, even by a world
+		// stopped while starting.
+		w.mu.Lock()
+		w.created = append(w.created, node.Name)
+		w.mu.Unlock()
+		if w.cfg.NodesByStage {
+			w.mu.Lock()
+			w.nodes = append(w.nodes, node.Name)
+			w.mu.Unlock()
+			continue
 		}
 		// On a real cluster another component (a node controller, kwok)
 		// may write the Node between its creation and its status: read it
@@ -421,7 +438,10 @@ func (w *World) renewNode(ctx context.Context, name string) {
 }
 
 func (w *World) deleteNodes(ctx context.Context) {
-	for _, n := range w.Nodes() {
+	w.mu.Lock()
+	created := slices.Clone(w.created)
+	w.mu.Unlock()
+	for _, n := range created {
 		_ = w.cfg.Client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
 		if w.cfg.KeepNodesAlive {
 			_ = w.cfg.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, n, metav1.DeleteOptions{})
