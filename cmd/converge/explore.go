@@ -194,8 +194,9 @@ func shrinkCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command
 1-minimal fault schedule: delta debugging over what fired in it (each firing
 as a fault aimed at its request, at its instant), then each remaining fault
 made simpler (earlier, a shorter window or delay, fewer firings), on the fake
-backend. A candidate fails if it fails in any of ` + strconv.Itoa(explore.Tries) + ` seeded runs; candidates
-are cached. It writes the shrunk scenario beside the result (or into
+backend. A candidate runs with ` + strconv.Itoa(explore.Tries) + ` seeds and fails if it fails in as many of them as
+the run's own schedule does, so a failure seen in every run shrinks to a cause
+seen in every run; candidates are cached. It writes the shrunk scenario beside the result (or into
 --report) and prints the command that replays it. A run of a controller other
 than the scaler needs its tests: --package or --test-binary.`,
 		Args: exactlyOne("shrink", "one result file"),
@@ -252,10 +253,14 @@ than the scaler needs its tests: --package or --test-binary.`,
 				b, _ := json.Marshal(s)
 				fmt.Fprintf(stdout, "  %s\n", b)
 			}
+			if len(out.Faults) == 0 {
+				fmt.Fprintln(stdout, "  (none: the run fails without any fault)")
+			}
+			fmt.Fprintf(stdout, "a schedule counted as failing when %d of its %d seeded runs failed\n", out.Need, explore.Tries)
 			if out.Exhausted {
 				fmt.Fprintln(stdout, "the budget ran out first: smaller, but maybe not 1-minimal")
 			}
-			fmt.Fprintf(stdout, "scenario: %s\nreplay: converge run %s --backend fake --seeds %d%s\n", out.File, shellQuote(out.File), old.Seed, t.flag)
+			fmt.Fprintf(stdout, "scenario: %s\nreplay: converge run %s --backend fake --seeds %d%s\n", out.File, shellQuote(out.File), out.Seed, t.flag)
 			return nil
 		},
 	}

@@ -14,6 +14,6 @@
 // converge explore over processes.
 //
 // Shrinker reduces a failing run's faults with delta debugging, then makes
-// each remaining fault simpler, judging a candidate failing if any of
-// Tries seeded runs fails.
+// each remaining fault simpler, judging a candidate failing if it fails in
+// as many of its Tries seeded runs as the starting schedule did.
 package explore

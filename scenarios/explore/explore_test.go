@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -77,9 +78,12 @@ func TestShrinkFindsThePairToBlame(t *testing.T) {
 		return false
 	}
 	runs := 0
-	s := &Shrinker{Fails: func(c []chaos.Spec) (bool, error) {
+	s := &Shrinker{Fails: func(c []chaos.Spec, _ int) ([]uint64, int, error) {
 		runs++
-		return has(c, "c") && has(c, "k"), nil
+		if has(c, "c") && has(c, "k") {
+			return []uint64{7, 8, 9}, Tries, nil
+		}
+		return nil, Tries, nil
 	}}
 	r := &reports.Result{Plan: faults, Reasons: []string{"goal"}}
 	out, err := s.Shrink(r)
@@ -90,13 +94,61 @@ func TestShrinkFindsThePairToBlame(t *testing.T) {
 	// Simplified: no start bound, one firing.
 	assert.Equal(t, chaos.When{Count: 1}, out.Faults[0].When)
 	assert.Equal(t, runs, out.Candidates, "each candidate ran once: the cache answered repeats")
+	assert.Equal(t, runs*Tries, out.Runs)
+	assert.Equal(t, Tries, out.Need)
+	assert.Equal(t, uint64(7), out.Seed)
 	assert.False(t, out.Exhausted)
 
 	_, err = (&Shrinker{Fails: s.Fails}).Shrink(&reports.Result{Pass: true})
 	assert.ErrorContains(t, err, "passed")
-	_, err = (&Shrinker{Fails: func([]chaos.Spec) (bool, error) { return false, nil }}).Shrink(r)
+	_, err = (&Shrinker{Fails: func([]chaos.Spec, int) ([]uint64, int, error) { return nil, Tries, nil }}).Shrink(r)
 	assert.ErrorContains(t, err, "did not reproduce")
 	out, err = (&Shrinker{Fails: s.Fails, MaxCandidates: 3}).Shrink(r)
 	require.NoError(t, err)
 	assert.True(t, out.Exhausted)
+}
+
+// A fault that fails one run in three does not take the blame for a
+// failure seen in every run; when the failure itself shows in one run in
+// three, one failing run is enough, and the replay names that run's seed.
+func TestShrinkKeepsTheFailureAsReliable(t *testing.T) {
+	faults := []chaos.Spec{
+		{Fault: "conflict", Target: chaos.Target{Name: "web-1"}, When: chaos.When{Count: 1}},
+		{Fault: "watch-close", Target: chaos.Target{Resource: "deployments"}, When: chaos.When{Count: 1}},
+		{Fault: "watch-duplicate", Target: chaos.Target{Resource: "pods"}, When: chaos.When{Count: 1}},
+	}
+	has := func(c []chaos.Spec, fault string) bool {
+		return slices.ContainsFunc(c, func(f chaos.Spec) bool { return f.Fault == fault })
+	}
+	r := &reports.Result{Plan: faults, Reasons: []string{"budget"}}
+	// The conflict fails every run; the closed watch fails the second seed.
+	reliable := func(c []chaos.Spec, need int) ([]uint64, int, error) {
+		switch {
+		case has(c, "conflict"):
+			return []uint64{1, 2, 3}, Tries, nil
+		case has(c, "watch-close"):
+			return []uint64{2}, Tries, nil
+		}
+		return nil, Tries, nil
+	}
+	out, err := (&Shrinker{Fails: reliable}).Shrink(r)
+	require.NoError(t, err)
+	require.Len(t, out.Faults, 1)
+	assert.Equal(t, "conflict", out.Faults[0].Fault)
+	assert.Equal(t, Tries, out.Need)
+	assert.Equal(t, uint64(1), out.Seed)
+
+	// Only the closed watch and the conflict together fail, and only the
+	// third seed: that pair, replayed with seed 3.
+	flaky := func(c []chaos.Spec, need int) ([]uint64, int, error) {
+		if has(c, "conflict") && has(c, "watch-close") {
+			return []uint64{3}, Tries, nil
+		}
+		return nil, Tries, nil
+	}
+	out, err = (&Shrinker{Fails: flaky}).Shrink(r)
+	require.NoError(t, err)
+	require.Len(t, out.Faults, 2)
+	assert.Equal(t, 1, out.Need)
+	assert.Equal(t, uint64(3), out.Seed)
 }

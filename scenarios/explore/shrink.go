@@ -12,17 +12,22 @@ import (
 	"github.com/converge-lab/converge/reports"
 )
 
-// Tries is how many seeded runs judge a candidate schedule: it fails if
-// any of them fails, since goroutine order is not fixed.
+// Tries is how many seeded runs judge a candidate schedule. Goroutine
+// order is not fixed, so one run is not enough: a candidate fails when it
+// fails in as many of its Tries runs as the schedule shrinking started
+// from did (at least one), so a failure seen in every run shrinks to a
+// cause seen in every run, not to a fault that fails one run in three.
 const Tries = 3
 
 // DefaultShrinkRuns bounds the runs one shrinking makes.
 const DefaultShrinkRuns = 400
 
-// Fails runs the scenario with faults once per seed of a candidate and
-// reports whether any run failed. A run that could not be carried out is
-// an error, not a failure.
-type Fails func(faults []chaos.Spec) (bool, error)
+// Fails runs the scenario with faults in up to Tries seeded runs and
+// returns the seeds of the runs that failed and how many runs it made. It
+// may stop once need runs failed, or once need can no longer be reached;
+// need <= 0 asks for all Tries. A run that could not be carried out is an
+// error, not a failure.
+type Fails func(faults []chaos.Spec, need int) (failed []uint64, runs int, err error)
 
 // Shrunk is the outcome of a shrinking.
 type Shrunk struct {
@@ -35,6 +40,11 @@ type Shrunk struct {
 	// Faults is the 1-minimal schedule: it fails, and without any one of
 	// its faults it does not.
 	Faults []chaos.Spec `json:"faults"`
+	// Need is how many of a candidate's Tries runs had to fail for it to
+	// count as failing: as many as From's did.
+	Need int `json:"need"`
+	// Seed is the seed of a run of Faults that failed: the one to replay.
+	Seed uint64 `json:"seed"`
 	// Runs is how many runs shrinking took (cached candidates not
 	// counted twice); Candidates how many schedules it tried.
 	Runs       int  `json:"runs"`
@@ -52,17 +62,31 @@ type Shrinker struct {
 	// DefaultShrinkRuns / Tries.
 	MaxCandidates int
 
-	cache map[string]bool
+	need  int
+	cache map[string]outcome
 	tried int
+	runs  int
 	err   error
+}
+
+// outcome is a tried candidate's: whether it counted as failing, and a
+// seed whose run failed.
+type outcome struct {
+	fails bool
+	seed  uint64
 }
 
 var errBudget = errors.New("the shrinking budget ran out")
 
-// test reports whether faults fail, from the cache when it was tried.
+// test reports whether faults fail in at least s.need of their runs,
+// from the cache when they were tried.
 func (s *Shrinker) test(faults []chaos.Spec) bool {
+	return s.try(faults, s.need).fails
+}
+
+func (s *Shrinker) try(faults []chaos.Spec, need int) outcome {
 	if s.err != nil {
-		return false
+		return outcome{}
 	}
 	key := canonical(faults)
 	if v, ok := s.cache[key]; ok {
@@ -70,16 +94,43 @@ func (s *Shrinker) test(faults []chaos.Spec) bool {
 	}
 	if s.tried >= s.MaxCandidates {
 		s.err = errBudget
-		return false
+		return outcome{}
 	}
 	s.tried++
-	fails, err := s.Fails(faults)
+	failed, runs, err := s.Fails(faults, need)
+	s.runs += runs
+	if err != nil {
+		s.err = err
+		return outcome{}
+	}
+	var o outcome
+	if len(failed) > 0 {
+		o = outcome{fails: len(failed) >= max(need, 1), seed: failed[0]}
+	}
+	s.cache[key] = o
+	return o
+}
+
+// start tries faults, the schedule shrinking may start from, in all Tries
+// runs, and sets the failures a candidate needs from them.
+func (s *Shrinker) start(faults []chaos.Spec) bool {
+	if s.err != nil || s.tried >= s.MaxCandidates {
+		return s.test(faults)
+	}
+	s.tried++
+	failed, runs, err := s.Fails(faults, 0)
+	s.runs += runs
 	if err != nil {
 		s.err = err
 		return false
 	}
-	s.cache[key] = fails
-	return fails
+	if len(failed) == 0 {
+		s.cache[canonical(faults)] = outcome{}
+		return false
+	}
+	s.need = len(failed)
+	s.cache[canonical(faults)] = outcome{fails: true, seed: failed[0]}
+	return true
 }
 
 func canonical(faults []chaos.Spec) string {
@@ -97,7 +148,8 @@ func (s *Shrinker) Shrink(r *reports.Result) (*Shrunk, error) {
 	if s.MaxCandidates == 0 {
 		s.MaxCandidates = DefaultShrinkRuns / Tries
 	}
-	s.cache = map[string]bool{}
+	s.cache = map[string]outcome{}
+	s.need = 1
 	if r.Pass {
 		return nil, errors.New("the run passed: there is nothing to shrink")
 	}
@@ -105,23 +157,23 @@ func (s *Shrinker) Shrink(r *reports.Result) (*Shrunk, error) {
 		return nil, fmt.Errorf("the run could not be carried out (%s): there is nothing to shrink", firstLine(r.Error))
 	}
 	from := Firings(r)
-	fromFirings := len(from) > 0 && s.test(from)
+	fromFirings := len(from) > 0 && s.start(from)
 	if !fromFirings {
 		from = slices.Clone(r.Plan)
 		if len(from) == 0 {
 			return nil, errors.New("the run fails with no fault at all: there is nothing to shrink")
 		}
-		if !s.test(from) {
+		if !s.start(from) {
 			if s.err != nil {
 				return nil, s.err
 			}
 			return nil, fmt.Errorf("the run's faults do not fail in %d seeded runs: the failure did not reproduce", Tries)
 		}
 	}
-	out := &Shrunk{From: from, FromFirings: fromFirings}
+	out := &Shrunk{From: from, FromFirings: fromFirings, Need: s.need}
 	cur := from
 	if s.test(nil) {
-		out.Faults = nil
+		cur = nil
 	} else {
 		for {
 			next := s.simplify(s.ddmin(cur))
@@ -131,10 +183,11 @@ func (s *Shrinker) Shrink(r *reports.Result) (*Shrunk, error) {
 			}
 			cur = next
 		}
-		out.Faults = cur
 	}
+	out.Faults = cur
+	out.Seed = s.cache[canonical(cur)].seed
 	out.Candidates = s.tried
-	out.Runs = s.tried * Tries
+	out.Runs = s.runs
 	if errors.Is(s.err, errBudget) {
 		out.Exhausted = true
 	} else if s.err != nil {

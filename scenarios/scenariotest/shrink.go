@@ -30,15 +30,17 @@ type ShrinkOptions struct {
 // ShrinkOutcome is what Shrink leaves.
 type ShrinkOutcome struct {
 	*explore.Shrunk
-	// File is the scenario with the shrunk schedule, which fails when run.
+	// File is the scenario with the shrunk schedule, which failed when run
+	// with Seed.
 	File   string `json:"file"`
 	Replay string `json:"replay"`
 }
 
 // Shrink reduces the failing run r to a 1-minimal schedule of faults that
 // still fails with controller c, on fake, each candidate in explore.Tries
-// seeded runs (r's seed and the next ones). The shrunk scenario is
-// written beside r (or into o.Dir) with the command that replays it.
+// seeded runs (r's seed and the next ones) and failing in as many of them
+// as r's own schedule does. The shrunk scenario is written beside r (or
+// into o.Dir) with the command that replays a seed that failed with it.
 func Shrink(t *testing.T, r *reports.Result, c scenarios.Controller, o ShrinkOptions) (*ShrinkOutcome, error) {
 	t.Helper()
 	var s scenarios.Scenario
@@ -47,31 +49,36 @@ func Shrink(t *testing.T, r *reports.Result, c scenarios.Controller, o ShrinkOpt
 	}
 	sh := &explore.Shrinker{MaxCandidates: o.MaxCandidates}
 	n := 0
-	sh.Fails = func(faults []chaos.Spec) (bool, error) {
+	sh.Fails = func(faults []chaos.Spec, need int) ([]uint64, int, error) {
 		cand := s
 		cand.Faults = faults
 		if err := cand.Validate(); err != nil {
-			return false, err
+			return nil, 0, err
 		}
 		n++
-		failed := false
+		var failed []uint64
+		runs := 0
 		for i := range uint64(explore.Tries) {
-			var res *reports.Result
-			t.Run(fmt.Sprintf("candidate-%d/seed-%d", n, r.Seed+i), func(t *testing.T) {
-				res = RunFake(t, &cand, scenarios.Options{Seed: r.Seed + i, Controller: c})
-			})
-			if res == nil {
-				return false, fmt.Errorf("candidate %d did not run", n)
-			}
-			if res.Error != "" {
-				return false, fmt.Errorf("candidate %d could not be carried out: %s", n, strings.SplitN(res.Error, "\n", 2)[0])
-			}
-			if !res.Pass {
-				failed = true
+			if need > 0 && (len(failed) >= need || len(failed)+explore.Tries-int(i) < need) {
 				break
 			}
+			seed := r.Seed + i
+			var res *reports.Result
+			t.Run(fmt.Sprintf("candidate-%d/seed-%d", n, seed), func(t *testing.T) {
+				res = RunFake(t, &cand, scenarios.Options{Seed: seed, Controller: c})
+			})
+			runs++
+			if res == nil {
+				return nil, runs, fmt.Errorf("candidate %d did not run", n)
+			}
+			if res.Error != "" {
+				return nil, runs, fmt.Errorf("candidate %d could not be carried out: %s", n, strings.SplitN(res.Error, "\n", 2)[0])
+			}
+			if !res.Pass {
+				failed = append(failed, seed)
+			}
 		}
-		return failed, nil
+		return failed, runs, nil
 	}
 	out, err := sh.Shrink(r)
 	if err != nil {
@@ -90,7 +97,7 @@ func Shrink(t *testing.T, r *reports.Result, c scenarios.Controller, o ShrinkOpt
 		return nil, err
 	}
 	root, _, _ := strings.Cut(t.Name(), "/")
-	so := &ShrinkOutcome{Shrunk: out, File: file, Replay: fileReplay(root, shrunk.Name, r.Seed, file)}
+	so := &ShrinkOutcome{Shrunk: out, File: file, Replay: fileReplay(root, shrunk.Name, out.Seed, file)}
 	b, err := json.MarshalIndent(so, "", " ")
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, "shrunk.json"), b, 0o644)
