@@ -15,17 +15,7 @@ K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 
 here="$(cd "$(dirname "$0")" && pwd)"
-os="$(go env GOOS)"
-arch="$(go env GOARCH)"
-
-# The same folder as Go's os.UserCacheDir(), which the backend looks in.
-if [[ -n "${XDG_CACHE_HOME:-}" ]]; then
-	cache="$XDG_CACHE_HOME"
-elif [[ "$os" == darwin ]]; then
-	cache="$HOME/Library/Caches"
-else
-	cache="$HOME/.cache"
-fi
+. "$here/cache.sh"
 dest="${CONVERGE_ASSETS_DIR:-$cache/converge/k8s/$K8S_VERSION-$os-$arch}"
 
 if [[ "${1:-}" == --print-dir ]]; then

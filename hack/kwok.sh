@@ -14,15 +14,7 @@ set -euo pipefail
 KWOK_VERSION=v0.8.0 # sim/kwok.Version
 
 here="$(cd "$(dirname "$0")" && pwd)"
-os="$(go env GOOS)"
-arch="$(go env GOARCH)"
-if [[ -n "${XDG_CACHE_HOME:-}" ]]; then
-	cache="$XDG_CACHE_HOME"
-elif [[ "$os" == darwin ]]; then
-	cache="$HOME/Library/Caches"
-else
-	cache="$HOME/.cache"
-fi
+. "$here/cache.sh"
 bin="${CONVERGE_KWOK_DIR:-$cache/converge/kwok/$KWOK_VERSION-$os-$arch}"
 
 "$here/assets.sh" >&2

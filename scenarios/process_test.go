@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,38 +30,16 @@ func TestOutOfProcessController(t *testing.T) {
 		t.Skip("envtest")
 	}
 	simtest.Require(t)
-	bin := filepath.Join(t.TempDir(), "scaler")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/scaler").CombinedOutput()
-	require.NoError(t, err, string(out))
-
-	s, err := scenarios.Parse("out-of-process.yaml", []byte(fmt.Sprintf(`
+	bin := scalerBinary(t)
+	s := binaryScenario(t, bin, 3, `
 name: out-of-process-crash
 catches: a binary that does not recover from SIGKILL
 backends: [envtest]
-objects:
-  - count: 3
-    manifest:
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata:
-        name: web-{{index}}
-        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
-        annotations: {converge.dev/max-replicas: "8"}
-      spec:
-        replicas: 2
-        selector: {matchLabels: {app: "web-{{index}}"}}
-        template:
-          metadata: {labels: {app: "web-{{index}}"}}
-          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
 world: {readiness: {kind: ready-after-delay, delay: 5s}}
 faults:
   - {fault: crash, target: {verbs: [patch], resource: deployments}, when: {nth: 1}}
-controller:
-  restartAfter: 3s
-  command: [%q, "--kubeconfig={kubeconfig}", "--namespace={namespace}", "--metrics-addr=0", "--health-addr=0", "--cooldown=10s"]
 timing: {deadline: 2m, settle: 10s}
-`, bin)))
-	require.NoError(t, err)
+`)
 	var log strings.Builder
 	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Envtest, Seed: 1, Log: &syncWriter{b: &log}, Controller: scaler.For(s)})
 	require.True(t, res.Pass, "%v\n%s", res.Reasons, log.String())
@@ -79,40 +58,18 @@ func TestOutOfProcessControllerOnKwok(t *testing.T) {
 		t.Skip("kwok")
 	}
 	kc := simtest.RequireKwok(t)
-	bin := filepath.Join(t.TempDir(), "scaler")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/scaler").CombinedOutput()
-	require.NoError(t, err, string(out))
-
-	s, err := scenarios.Parse("out-of-process-kwok.yaml", []byte(fmt.Sprintf(`
+	bin := scalerBinary(t)
+	s := binaryScenario(t, bin, 4, `
 name: out-of-process-kwok
 catches: a binary that does not recover from SIGKILL or SIGTERM
 backends: [cluster]
-objects:
-  - count: 4
-    manifest:
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata:
-        name: web-{{index}}
-        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
-        annotations: {converge.dev/max-replicas: "8"}
-      spec:
-        replicas: 2
-        selector: {matchLabels: {app: "web-{{index}}"}}
-        template:
-          metadata: {labels: {app: "web-{{index}}"}}
-          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
 world: {readiness: {kind: ready-after-delay, delay: 5s}}
 faults:
   - {fault: server-error, code: 503, target: {verbs: [patch], resource: deployments}, when: {nth: 1}}
   - {fault: crash, target: {verbs: [patch], resource: deployments}, when: {nth: 2}}
   - {fault: terminate, target: {verbs: [patch], resource: deployments}, when: {after: 2s, count: 1}}
-controller:
-  restartAfter: 3s
-  command: [%q, "--kubeconfig={kubeconfig}", "--namespace={namespace}", "--metrics-addr=0", "--health-addr=0", "--cooldown=10s", "--workers=1"]
 timing: {deadline: 3m, settle: 10s}
-`, bin)))
-	require.NoError(t, err)
+`, "--workers=1")
 	b, err := cluster.New(cluster.Config{Kubeconfig: kc.Kubeconfig(), NamespacePrefix: "out-of-process-", ControlPlane: kc, Kwok: true,
 		Controller: scenarios.IdentityOf(scaler.For(s))})
 	require.NoError(t, err)
@@ -128,6 +85,46 @@ timing: {deadline: 3m, settle: 10s}
 	assertExits(t, res, bin, "ended by signal killed", "exited with status 0", "exited with status 0")
 	assert.True(t, slices.ContainsFunc(res.History.Log, func(e reports.Entry) bool { return strings.Contains(e.What, "kwok's stages play them") }),
 		"kwok's Stages played the pods")
+}
+
+// scalerBinary builds cmd/scaler into a temporary folder.
+func scalerBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "scaler")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/scaler").CombinedOutput()
+	require.NoError(t, err, string(out))
+	return bin
+}
+
+// binaryScenario parses spec (name, backends, world, faults, timing) with
+// count opted-in Deployments and the scaler binary bin as the controller,
+// flags after the usual ones, restarted 3 s after it ends.
+func binaryScenario(t *testing.T, bin string, count int, spec string, flags ...string) *scenarios.Scenario {
+	t.Helper()
+	command := []string{bin, "--kubeconfig={kubeconfig}", "--namespace={namespace}", "--metrics-addr=0", "--health-addr=0", "--cooldown=10s"}
+	quoted := make([]string, 0, len(command)+len(flags))
+	for _, a := range append(command, flags...) {
+		quoted = append(quoted, strconv.Quote(a))
+	}
+	s, err := scenarios.Parse(t.Name()+".yaml", []byte(spec+fmt.Sprintf(`controller: {restartAfter: 3s, command: [%s]}
+objects:
+  - count: %d
+    manifest:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: web-{{index}}
+        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
+        annotations: {converge.dev/max-replicas: "8"}
+      spec:
+        replicas: 2
+        selector: {matchLabels: {app: "web-{{index}}"}}
+        template:
+          metadata: {labels: {app: "web-{{index}}"}}
+          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
+`, strings.Join(quoted, ", "), count)))
+	require.NoError(t, err)
+	return s
 }
 
 // assertExits checks each process's exit, in order, and that none is left.

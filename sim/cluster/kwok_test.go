@@ -2,14 +2,10 @@ package cluster_test
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -142,72 +135,14 @@ func TestKwokClusterSchedulesAndKeepsNodes(t *testing.T) {
 // too) reach its cache.
 func TestKwokAPIServerRestart(t *testing.T) {
 	_, env := kwokRun(t, "kwok-restart-")
-	ctx := context.Background()
-
-	var mu sync.Mutex
-	watches := 0
-	cfg := env.RESTConfig
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if req.URL.Query().Get("watch") == "true" {
-				mu.Lock()
-				watches++
-				mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	client, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(env.Namespace))
-	inf := factory.Core().V1().Pods().Informer()
-	stop := make(chan struct{})
-	factory.Start(stop)
-	t.Cleanup(func() { close(stop); factory.Shutdown() })
-	require.True(t, cache.WaitForCacheSync(stop, inf.HasSynced))
-	mu.Lock()
-	before := watches
-	mu.Unlock()
-
-	require.NoError(t, env.ControlPlane.RestartAPIServer(ctx))
-	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, placedDeployment(env.Namespace, "after", 2), metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 2 }, time.Minute, 50*time.Millisecond,
-		"kube-controller-manager created the pods and the informer saw them, both through the restarted server")
-	mu.Lock()
-	assert.Greater(t, watches, before, "the informer watched again")
-	mu.Unlock()
+	simtest.CheckAPIServerRestart(t, env, placedDeployment(env.Namespace, "after", 2))
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestKwokCompaction compacts the kwokctl cluster's etcd: a read of etcd at
 // a revision before the compaction fails.
 func TestKwokCompaction(t *testing.T) {
 	kc, env := kwokRun(t, "kwok-compact-")
-	ctx := context.Background()
-	cms := env.Observer.CoreV1().ConfigMaps(env.Namespace)
-	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	readAt := func() (int, string) {
-		body := fmt.Sprintf(`{"key":"Lw==","range_end":"MA==","revision":%s,"count_only":true}`, first.ResourceVersion)
-		resp, err := http.Post(kc.EtcdURL()+"/v3/kv/range", "application/json", strings.NewReader(body))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(raw)
-	}
-	code, body := readAt()
-	require.Equal(t, http.StatusOK, code, "readable before: %s", body)
-
-	require.NoError(t, env.ControlPlane.Compact(ctx))
-	code, body = readAt()
-	assert.NotEqual(t, http.StatusOK, code)
-	assert.Contains(t, body, "compacted")
+	simtest.CheckCompaction(t, env, kc.EtcdURL())
 }
 
 // TestKwokStopLeavesNoProcess starts a cluster of its own and deletes it:

@@ -28,7 +28,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +35,7 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/converge-lab/converge/config"
+	"github.com/converge-lab/converge/sim/internal/proc"
 )
 
 // ScalerUser is the identity the controller under test has: the scaler's
@@ -216,16 +216,10 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 			return fmt.Errorf("envtest: finding kube-apiserver: %w", err)
 		}
 		args = cmdline
-		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-			return fmt.Errorf("envtest: stopping kube-apiserver: %w", err)
-		}
 		// With clients connected it can take long to drain: past a grace,
 		// it is killed (and the restart is a crash-restart).
-		if err := waitGone(ctx, pid, 5*time.Second); err != nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			if err := waitGone(ctx, pid, 10*time.Second); err != nil {
-				return err
-			}
+		if err := proc.Stop(ctx, pid, 5*time.Second); err != nil {
+			return fmt.Errorf("envtest: stopping kube-apiserver: %w", err)
 		}
 	}
 	log, err := os.OpenFile(filepath.Join(cp.dir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

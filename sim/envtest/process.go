@@ -1,7 +1,6 @@
 package envtest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -102,24 +101,4 @@ func findProcess(marker string) (int, []string, error) {
 		}
 	}
 	return 0, nil, fmt.Errorf("no process with %s", marker)
-}
-
-// waitGone waits until pid has exited (a zombie its parent has not reaped
-// yet counts as exited).
-func waitGone(ctx context.Context, pid int, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if os.IsNotExist(err) {
-			return nil
-		}
-		// The state follows the command name in parentheses: "pid (comm) Z ...".
-		if i := strings.LastIndexByte(string(stat), ')'); err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("process %d still running after %v", pid, limit)
-		}
-		time.Sleep(20 * time.Millisecond) // polling another process's exit
-	}
 }

@@ -60,6 +60,7 @@ import (
 
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/internal/proc"
 )
 
 // Version is the kwok release hack/kwok.sh builds.
@@ -290,14 +291,8 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kwok: %s: %w", pidFile, err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := proc.Stop(ctx, pid, 5*time.Second); err != nil {
 		return fmt.Errorf("kwok: stopping kube-apiserver: %w", err)
-	}
-	if !waitGone(ctx, pid, 5*time.Second) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		if !waitGone(ctx, pid, 10*time.Second) {
-			return fmt.Errorf("kwok: kube-apiserver (pid %d) did not stop", pid)
-		}
 	}
 	log, err := os.OpenFile(filepath.Join(comp.WorkDir, "logs", "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -429,24 +424,6 @@ func reapOrphans(ctx context.Context, kwokctl string) {
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// waitGone polls until the process has exited (or is a zombie).
-func waitGone(ctx context.Context, pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if err != nil {
-			return true
-		}
-		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
-			return true
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond) // polling another process's exit
-	}
 }
 
 func freePort() (int, error) {
