@@ -74,6 +74,17 @@ func TestRunOnKwok(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, res.Replay, "-converge.kwok=start", "a replay starts a cluster of its own")
 
+	// converge replay too, with --kwok: a cluster of its own, the same
+	// verdict and schedule.
+	result := filepath.Join(report, "on-kwok_cluster_1.json")
+	out, err = run(t, "replay", result, "--test-binary", scenarioTests(t))
+	assert.Equal(t, 2, exitCode(err), out)
+	assert.ErrorContains(t, err, "is a run on a cluster: replay it on one with --kubeconfig PATH, or --kwok")
+	out, err = run(t, "replay", result, "--kwok", "--test-binary", scenarioTests(t))
+	require.NoError(t, err, out)
+	assert.Regexp(t, `kwok cluster converge-\S+ ready in`, out)
+	assert.Contains(t, out, "replay: pass=true")
+
 	out, err = run(t, "kwok", "--", "sh", "-c", `test -s "$KUBECONFIG" && exit 7`)
 	assert.Equal(t, 7, exitCode(err), "%v\n%s", err, out)
 }

@@ -382,6 +382,41 @@ func selectScenarios(args []string) (selection, error) {
 	return sel, nil
 }
 
+// clusterFlag is the flag that reaches p's cluster again: --kwok starts
+// another.
+func (p *plan) clusterFlag() string {
+	switch {
+	case p.kwok:
+		return " --kwok"
+	case p.kubeconfig != "":
+		path, err := filepath.Abs(p.kubeconfig)
+		if err != nil {
+			path = p.kubeconfig
+		}
+		return " --kubeconfig " + shellQuote(path)
+	}
+	return ""
+}
+
+// startKwok starts the kwokctl cluster of --kwok when a run of p is on the
+// cluster backend; stop deletes it.
+func (p *plan) startKwok(ctx context.Context, stdout, stderr io.Writer) (stop func(), err error) {
+	if !p.kwok || !slices.ContainsFunc(p.runs, func(k runKey) bool { return k.backend == scenarios.Cluster }) {
+		return func() {}, nil
+	}
+	kc, err := kwok.Start(ctx, kwok.Options{})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "kwok cluster %s ready in %v\n", kc.Name(), kc.Started.Round(time.Millisecond))
+	p.kwokDir = kc.Workdir()
+	return func() {
+		if err := kc.Stop(); err != nil {
+			fmt.Fprintf(stderr, "deleting the kwok cluster: %v\n", err)
+		}
+	}, nil
+}
+
 func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr io.Writer) error {
 	p, err := f.check(ctx, args, stderr)
 	if err != nil {
@@ -392,19 +427,11 @@ func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr
 		return nil
 	}
 	began := time.Now()
-	if p.kwok && slices.ContainsFunc(p.runs, func(k runKey) bool { return k.backend == scenarios.Cluster }) {
-		kc, err := kwok.Start(ctx, kwok.Options{})
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if err := kc.Stop(); err != nil {
-				fmt.Fprintf(stderr, "deleting the kwok cluster: %v\n", err)
-			}
-		}()
-		fmt.Fprintf(stdout, "kwok cluster %s ready in %v\n", kc.Name(), kc.Started.Round(time.Millisecond))
-		p.kwokDir = kc.Workdir()
+	stop, err := p.startKwok(ctx, stdout, stderr)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	runErr := runCompiled(ctx, p, stdout, stderr)
 	if runErr != nil && ctx.Err() == nil && !errors.As(runErr, new(*childError)) {
 		return runErr
@@ -415,7 +442,7 @@ func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr
 		// owed left its result, which says why.
 		runErr = nil
 	}
-	err = summarise(results, missing, summary{report: p.report, junit: p.junit, flag: p.tests.flag, log: true}, time.Since(began), stdout)
+	err = summarise(results, missing, summary{report: p.report, junit: p.junit, flag: p.tests.flag, cluster: p.clusterFlag(), log: true}, time.Since(began), stdout)
 	return errors.Join(runErr, err)
 }
 
@@ -570,7 +597,10 @@ func shellQuote(s string) string {
 // controllers' log.
 type summary struct {
 	report, junit, flag string
-	log                 bool
+	// cluster is the flag that replays a cluster run: --kwok or
+	// --kubeconfig PATH.
+	cluster string
+	log     bool
 }
 
 // summarise prints the failures with their replay commands, the runs that
@@ -591,7 +621,11 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 		for _, note := range r.Notes {
 			fmt.Fprintf(stdout, "  note: %s\n", note)
 		}
-		fmt.Fprintf(stdout, "  replay: converge replay %s%s\n  or:     %s\n", shellQuote(filepath.Join(p.report, r.FileName())), p.flag, r.Replay)
+		flags := p.flag
+		if r.Backend == scenarios.Cluster {
+			flags += p.cluster
+		}
+		fmt.Fprintf(stdout, "  replay: converge replay %s%s\n  or:     %s\n", shellQuote(filepath.Join(p.report, r.FileName())), flags, r.Replay)
 	}
 	for _, r := range results {
 		if len(r.Unfired) > 0 {
@@ -661,15 +695,20 @@ func replayCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command
 verdict and the fault schedule. The result holds the scenario it ran, so no
 catalogue or file is needed; --file replays an older result that does not.
 A run of a controller other than the scaler needs the tests that ran it:
---package or --test-binary, as converge run had them.`,
+--package or --test-binary, as converge run had them. A run on the cluster
+backend replays on a cluster: --kubeconfig, or --kwok for a kwokctl cluster
+started for the replay.`,
 		Args: exactlyOne("replay", "one result file"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			old, err := reports.Read(args[0])
 			if err != nil {
 				return usageError{err}
 			}
-			if old.Backend == scenarios.Cluster {
-				return usageError{errors.New("replay a cluster run with converge run --backend cluster --kubeconfig")}
+			switch {
+			case old.Backend == scenarios.Cluster && f.kubeconfig == "" && !f.kwok:
+				return usageError{fmt.Errorf("%s is a run on a cluster: replay it on one with --kubeconfig PATH, or --kwok to start a kwokctl cluster", args[0])}
+			case old.Backend != scenarios.Cluster && (f.kubeconfig != "" || f.kwok):
+				return usageError{fmt.Errorf("%s is a run on %s: --kubeconfig and --kwok are for a run on a cluster", args[0], old.Backend)}
 			}
 			dir, err := os.MkdirTemp("", "converge-replay-")
 			if err != nil {
@@ -700,6 +739,11 @@ A run of a controller other than the scaler needs the tests that ran it:
 			if got := p.listed()[0].Name; got != old.Scenario {
 				return usageError{fmt.Errorf("%s is scenario %q, the result is of %q", scenarioArg, got, old.Scenario)}
 			}
+			stop, err := p.startKwok(ctx, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			runErr := runCompiled(ctx, p, stdout, stderr)
 			results, _ := p.collect()
 			if len(results) == 0 {
@@ -716,6 +760,8 @@ A run of a controller other than the scaler needs the tests that ran it:
 		},
 	}
 	cmd.Flags().StringVar(&file, "file", "", "the scenario file, for a result that does not hold its scenario")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster a cluster run replays on")
+	cmd.Flags().BoolVar(&f.kwok, "kwok", false, "replay a cluster run on a kwokctl cluster started for the replay and deleted after it")
 	f.testFlags(cmd)
 	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of the run")
 	return cmd

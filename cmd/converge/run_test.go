@@ -198,6 +198,9 @@ budgets: {requests: {patch: 1}}
 	require.ErrorIs(t, err, errFailed, out)
 	assert.Regexp(t, `replay: pass=false budget: \d+ patch requests, budget 1`, out)
 	assert.Contains(t, out, "fault schedule: the same 0 firings")
+	out, err = run(t, "replay", filepath.Join(report, "too-few-writes_fake_2.json"), "--kwok", "--test-binary", scenarioTests(t))
+	assert.Equal(t, 2, exitCode(err), out)
+	assert.ErrorContains(t, err, "is a run on fake: --kubeconfig and --kwok are for a run on a cluster")
 }
 
 // report renders saved results again, names files that are not results,
@@ -297,4 +300,24 @@ func TestKwokWithoutBinaries(t *testing.T) {
 		assert.Equal(t, 2, exitCode(err), "%v: %v", args, err)
 		assert.ErrorContains(t, err, "make assets", args)
 	}
+}
+
+// A failing cluster run's replay command says how to reach a cluster again;
+// a fake run's does not.
+func TestSummaryReplaysAClusterRunOnACluster(t *testing.T) {
+	dir := t.TempDir()
+	results := []*reports.Result{
+		{Schema: reports.SchemaVersion, Scenario: "s", Backend: "cluster", Seed: 1, Reasons: []string{"goal"},
+			Counters: reports.Counters{Writes: map[string]int{}, Needed: map[string]int{}}},
+		{Schema: reports.SchemaVersion, Scenario: "s", Backend: "fake", Seed: 1, Reasons: []string{"goal"},
+			Counters: reports.Counters{Writes: map[string]int{}, Needed: map[string]int{}}},
+	}
+	var out strings.Builder
+	err := summarise(results, nil, summary{report: dir, flag: " --test-binary x", cluster: " --kwok"}, 0, &out)
+	require.ErrorIs(t, err, errFailed)
+	assert.Contains(t, out.String(), "replay: converge replay "+filepath.Join(dir, "s_cluster_1.json")+" --test-binary x --kwok\n")
+	assert.Contains(t, out.String(), "replay: converge replay "+filepath.Join(dir, "s_fake_1.json")+" --test-binary x\n")
+	kubeconfig := filepath.Join(dir, "a kubeconfig")
+	assert.Equal(t, " --kubeconfig '"+kubeconfig+"'", (&plan{runFlags: runFlags{kubeconfig: kubeconfig}}).clusterFlag())
+	assert.Equal(t, " --kwok", (&plan{runFlags: runFlags{kwok: true}}).clusterFlag())
 }
