@@ -45,7 +45,7 @@ type seenRequest struct {
 	at     time.Time
 	r      chaos.Request
 	query  string
-	status int // 0 when the request failed
+	status int // 0 while in flight, or when the request failed
 	// expired: the server answered 410, or ended the watch stream with a
 	// 410 ERROR frame.
 	expired *atomic.Bool
@@ -57,19 +57,23 @@ func (w *wire) wrap(rt http.RoundTripper) http.RoundTripper {
 		if !ok {
 			return rt.RoundTrip(req)
 		}
-		at := time.Now()
+		// Recorded as it goes out, not when its answer is back: a test that
+		// sees the server's state change must also see the request.
+		expired := &atomic.Bool{}
+		w.mu.Lock()
+		i := len(w.seen)
+		w.seen = append(w.seen, seenRequest{at: time.Now(), r: r, query: req.URL.RawQuery, expired: expired})
+		w.mu.Unlock()
 		resp, err := rt.RoundTrip(req)
-		s := seenRequest{at: at, r: r, query: req.URL.RawQuery, expired: &atomic.Bool{}}
 		if err == nil {
-			s.status = resp.StatusCode
-			s.expired.Store(resp.StatusCode == http.StatusGone)
+			w.mu.Lock()
+			w.seen[i].status = resp.StatusCode
+			w.mu.Unlock()
+			expired.Store(resp.StatusCode == http.StatusGone)
 			if r.Watch() && resp.StatusCode == http.StatusOK {
-				resp.Body = &frameSpy{ReadCloser: resp.Body, expired: s.expired}
+				resp.Body = &frameSpy{ReadCloser: resp.Body, expired: expired}
 			}
 		}
-		w.mu.Lock()
-		w.seen = append(w.seen, s)
-		w.mu.Unlock()
 		return resp, err
 	})
 }
