@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help demo build test lint bench fuzz assets chaos zoo explore kind-chaos kwok-cluster kwok-chaos clean
+.PHONY: help demo build test test-full ci-time lint bench fuzz assets chaos zoo explore kind-chaos kwok-cluster kwok-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,9 +31,19 @@ build: ## build the binaries and the compiled scenario tests into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
 	$(GO) test -c -o $(BIN)/converge-scenarios.test ./scenarios
 
-test: assets lint ## vet, format check and every test with the race detector, envtest included
+# TESTFLAGS go to go test as well (hack/ci-time.sh passes -json).
+TESTFLAGS ?=
+
+test: assets lint ## presubmit (what CI runs): vet, format check and the -short tier with the race detector, envtest and kwok runs included
 	@mkdir -p $(BIN)/test-output
-	$(GO) test -race -count=1 -timeout 20m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(PKGS)
+	$(GO) test -short -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(PKGS)
+
+test-full: assets lint ## nightly: every test with the race detector, the full matrix of catalogue, profiles and backends in real time
+	@mkdir -p $(BIN)/test-output
+	$(GO) test -race -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(PKGS)
+
+ci-time: ## .ci/run in a fresh clone with cold caches, timed: phases, the slowest packages and tests (bin/ci-time)
+	hack/ci-time.sh
 
 FUZZTIME ?= 60s
 

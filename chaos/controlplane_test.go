@@ -53,6 +53,7 @@ func TestAPIServerRestartIsSurvivedByTheInformer(t *testing.T) {
 // none), and the reflector lists again. Without a watch cache, as the cache
 // would answer from memory.
 func TestCompactionGivesTheServers410(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	_, env := simtest.RequireRunWith(t, "compaction-", envtest.Options{NoWatchCache: true})
 	require.True(t, env.Can.Has(sim.EtcdCompaction))
 	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
@@ -111,6 +112,7 @@ func TestCompactionIsMaskedByTheWatchCache(t *testing.T) {
 // A partition that begins mid-run breaks the informer's open watch: a pod
 // created during it reaches the cache only after it ends.
 func TestPartitionBreaksOpenWatches(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	_, env := simtest.RequireRun(t, "partition-")
 	cfg, w, log, inj := throughInjector(t, env, chaos.Injection{
 		Fault: chaos.Partition(chaos.Target{}), When: chaos.When{After: 2 * time.Second, Until: 6 * time.Second},

@@ -42,6 +42,7 @@ func (i *instance) crashedAt() time.Time {
 // nothing of the crashed one reaches the server after the crash, so there
 // is never more than one writer.
 func TestCrashedLeaderIsReplacedAndNeverWritesAgain(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	_, env := simtest.RequireRun(t, "crash-")
 	ctx := context.Background()
 	var err error

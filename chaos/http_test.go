@@ -220,6 +220,7 @@ func replicas(t *testing.T, env *sim.Env, name string) int32 {
 // The scaler's first write gets 409: it decides again on fresh state and
 // writes again; the server saw exactly that second write.
 func TestConflictIsFollowedByARecomputedWrite(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, w, log := faulted(t, controllerConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Conflict(chaos.Target{Resource: "deployments", Name: "web"}), When: chaos.When{Nth: 1},
 	}}})
@@ -236,6 +237,7 @@ func TestConflictIsFollowedByARecomputedWrite(t *testing.T) {
 // A 429 with Retry-After is retried by client-go's REST client itself, no
 // earlier than Retry-After.
 func TestThrottledWriteIsRetriedAfterRetryAfter(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, w, log := faulted(t, controllerConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Throttle(chaos.Target{Resource: "deployments", Verbs: []string{"patch"}}, 2), When: chaos.When{Nth: 1},
 	}}})
@@ -280,6 +282,7 @@ func pod(name string) *corev1.Pod {
 
 // A watch that ends with a 410 ERROR frame makes the reflector relist.
 func TestWatchExpiredMidStreamForcesARelist(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, w, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.WatchExpiredMidStream(chaos.Target{Resource: "pods", Name: "trigger"}), When: chaos.When{Nth: 1},
 	}}})
@@ -297,6 +300,7 @@ func TestWatchExpiredMidStreamForcesARelist(t *testing.T) {
 // the informer's first listing watch is refused, and it still syncs through
 // a second one, the only one the server saw.
 func TestWatchExpiredAtStartForcesARelist(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, w, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.WatchExpired(chaos.Target{Resource: "pods"}), When: chaos.When{Nth: 1},
 	}}})
@@ -309,6 +313,7 @@ func TestWatchExpiredAtStartForcesARelist(t *testing.T) {
 
 // A dropped DELETED frame and a relist deliver a tombstone to DeleteFunc.
 func TestTombstoneReachesDeleteFunc(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, _, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Tombstone(chaos.Target{Resource: "pods", Name: "victim"}),
 	}}})
@@ -333,6 +338,7 @@ func TestTombstoneReachesDeleteFunc(t *testing.T) {
 // A partition fails every request for its window; the informer syncs once
 // it ends, and not before.
 func TestPartitionDelaysSyncUntilItEnds(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	const window = 3 * time.Second
 	env, cfg, w, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Partition(chaos.Target{}), When: chaos.When{Until: window},
@@ -350,6 +356,7 @@ func TestPartitionDelaysSyncUntilItEnds(t *testing.T) {
 // A 503 with Retry-After is retried by the REST client; a 500 without it
 // reaches the scaler, whose workqueue retries it. Both converge.
 func TestServerErrorsAreRetried(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	for _, tt := range []struct {
 		name  string
 		fault chaos.Fault
@@ -371,6 +378,7 @@ func TestServerErrorsAreRetried(t *testing.T) {
 
 // Latency holds the request before it reaches the server.
 func TestLatencyDelaysRequests(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	const delay = 1500 * time.Millisecond
 	env, cfg, w, log := faulted(t, controllerConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.Latency(chaos.Target{Resource: "deployments", Verbs: []string{"patch"}}, delay),
@@ -394,6 +402,7 @@ func configMap(name string) *corev1.ConfigMap {
 // A lost frame ends the stream with 410: the informer relists and has the
 // object from the relist, though its event never came.
 func TestWatchLostIsLearnedFromTheRelist(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, w, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		// Once: the relist may be a watch whose initial events hold the
 		// object again.
@@ -414,6 +423,7 @@ func TestWatchLostIsLearnedFromTheRelist(t *testing.T) {
 // goroutine wants, so waiting out the delay there would, in a synctest
 // bubble, stop virtual time for good.
 func TestWatchDelayEndsWithTheWatch(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, _, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.WatchDelay(chaos.Target{Resource: "pods", Name: "held"}, time.Hour),
 	}}})

@@ -22,6 +22,7 @@ import (
 // kubeconfig, speaking protobuf as client-go does by default, meets the same
 // faults as an in-process JSON client: a tombstone reaches its informer.
 func TestProxyAppliesFaultsToAnyClient(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	_, env := simtest.RequireRun(t, "proxy-")
 	ctx := context.Background()
 

@@ -23,6 +23,7 @@ func cached(inf cache.SharedIndexInformer, ns, name string) bool {
 // Dropped frames are changes the informer never sees: a pod created after
 // the dropped one arrives, the dropped one does not.
 func TestWatchDropHidesChanges(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, _, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.WatchDrop(chaos.Target{Resource: "pods", Name: "hidden"}),
 	}}})
@@ -39,6 +40,7 @@ func TestWatchDropHidesChanges(t *testing.T) {
 
 // Delayed frames reach the cache late.
 func TestWatchDelayMakesTheCacheStale(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	const delay = 2 * time.Second
 	env, cfg, _, _ := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.WatchDelay(chaos.Target{Resource: "pods", Name: "slow"}, delay),
@@ -54,6 +56,7 @@ func TestWatchDelayMakesTheCacheStale(t *testing.T) {
 // Duplicated frames reach the handlers twice: an update whose old and new
 // objects have the same resourceVersion.
 func TestWatchDuplicateRepeatsEvents(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, _, _ := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.WatchDuplicate(chaos.Target{Resource: "pods", Name: "twice"}),
 	}}})
@@ -77,6 +80,7 @@ func TestWatchDuplicateRepeatsEvents(t *testing.T) {
 // A closed stream is watched again (from the last resourceVersion, or with a
 // relist when the stream was young): the frame it cut is not lost.
 func TestWatchCloseIsRecoveredFrom(t *testing.T) {
+	t.Parallel() // a namespace of its own
 	env, cfg, w, log := faulted(t, adminConfig, chaos.Plan{Injections: []chaos.Injection{{
 		Fault: chaos.WatchClose(chaos.Target{Resource: "pods", Name: "reopen"}), When: chaos.When{Nth: 1},
 	}}})

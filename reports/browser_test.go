@@ -28,6 +28,7 @@ import (
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/sim/fake"
+	"github.com/converge-lab/converge/sim/simtest/tier"
 )
 
 func TestMain(m *testing.M) {
@@ -313,9 +314,7 @@ func bigResult(n int) *reports.Result {
 // how long Chromium takes to load it (BenchmarkBigReportInBrowser measures
 // it; a test never asserts a wall-clock time).
 func TestBigReportInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	tier.Full(t, "10,000 events in Chromium: a measure of size, not of behaviour (TestReportInBrowser checks that)")
 	b := newBrowser(t)
 	dir := t.TempDir()
 	_, err := reports.WriteHTML(dir, []*reports.Result{bigResult(10_000)}, "")

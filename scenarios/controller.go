@@ -58,6 +58,14 @@ type OutOfProcess interface {
 	NeedsKubeconfig() bool
 }
 
+// OneAtATime is a Controller whose runs cannot overlap in one process:
+// OneAtATime says why (a probe that reads state the whole process shares,
+// say). scenariotest runs its scenarios one after another where it runs
+// others side by side.
+type OneAtATime interface {
+	OneAtATime() string
+}
+
 // Judged is a Controller with checks of its own, built once per run.
 type Judged interface {
 	Judge() Judge

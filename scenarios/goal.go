@@ -122,21 +122,7 @@ func (r *run) watchGoal(ctx context.Context) {
 const idleWake = time.Second
 
 // faultsEnd is when the last fault window closes, from the start.
-func (r *run) faultsEnd() time.Duration {
-	var end time.Duration
-	for _, f := range r.s.Faults {
-		w := f.When
-		switch {
-		case w.Until > 0:
-			end = max(end, w.Until)
-		case w.Every > 0 && w.Count > 0:
-			end = max(end, w.After+w.Every*time.Duration(w.Count-1))
-		default:
-			end = max(end, w.After)
-		}
-	}
-	return end
-}
+func (r *run) faultsEnd() time.Duration { return r.s.FaultsEnd() }
 
 // goal: the scenario's expectations, the controller's own goal, and a
 // live instance with nothing queued or in progress at two polls in a row.

@@ -30,8 +30,8 @@ import (
 // Instances are probed from controller-runtime's metrics, which its
 // registry holds for the whole process: the probe sums the work queues of
 // every controller in it, so managers of runs that overlap in one process
-// see each other's work (the harness runs one run at a time where it
-// judges by the probe).
+// see each other's work: it is OneAtATime, so scenariotest runs its
+// scenarios one after another.
 type Manager struct {
 	// ControllerName names the controller in results. Empty means
 	// "manager".
@@ -53,7 +53,14 @@ type Manager struct {
 var (
 	_ Controller = Manager{}
 	_ Identified = Manager{}
+	_ OneAtATime = Manager{}
 )
+
+// OneAtATime: the probe sums the metrics of every manager in the process,
+// so two runs side by side would each judge the other's work as theirs.
+func (Manager) OneAtATime() string {
+	return "its probe reads controller-runtime's metrics, which every manager in the process shares"
+}
 
 // Name is ControllerName.
 func (m Manager) Name() string {

@@ -26,9 +26,7 @@ import (
 // after its first write is a real SIGKILL, a new process takes over 3 s
 // later, the world converges, and every process is gone at the end.
 func TestOutOfProcessController(t *testing.T) {
-	if testing.Short() {
-		t.Skip("envtest")
-	}
+	t.Parallel() // a namespace of its own
 	simtest.Require(t)
 	bin := scalerBinary(t)
 	s := binaryScenario(t, bin, 3, `
@@ -54,9 +52,7 @@ timing: {deadline: 2m, settle: 10s}
 // takes over each time, kube-scheduler binds and kwok readies the pods, and
 // every process is gone at the end.
 func TestOutOfProcessControllerOnKwok(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kwok")
-	}
+	t.Parallel() // the only run on the test binary's kwokctl cluster
 	kc := simtest.RequireKwok(t)
 	bin := scalerBinary(t)
 	s := binaryScenario(t, bin, 4, `

@@ -251,6 +251,32 @@ type Budgets struct {
 	Requests map[string]int `json:"requests,omitempty"`
 }
 
+// FaultsEnd is when the last fault window closes, from the run's start.
+func (s *Scenario) FaultsEnd() time.Duration {
+	var end time.Duration
+	for _, f := range s.Faults {
+		w := f.When
+		switch {
+		case w.Until > 0:
+			end = max(end, w.Until)
+		case w.Every > 0 && w.Count > 0:
+			end = max(end, w.After+w.Every*time.Duration(w.Count-1))
+		default:
+			end = max(end, w.After)
+		}
+	}
+	return end
+}
+
+// Shortest is the least time a passing run of s can take: its goal must
+// hold for the settle window, and not before the last fault window closes.
+// A run in real time (envtest, a cluster) takes at least this long; one
+// that fails takes up to its deadline.
+func (s *Scenario) Shortest() time.Duration {
+	d := s.withDefaults()
+	return max(d.FaultsEnd(), time.Duration(d.Timing.Settle))
+}
+
 // Backends.
 const (
 	Fake    = "fake"

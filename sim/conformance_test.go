@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,7 +38,10 @@ func TestMain(m *testing.M) { os.Exit(simtest.Main(m)) }
 // the cluster backend through a kubeconfig of envtest's and on a kwokctl
 // cluster (in real time), each with a world that plays what the backend
 // lacks.
-// The body waits with eventually, which is virtual on fake.
+// The body waits with eventually, which is virtual on fake. The columns in
+// real time go side by side: each has a namespace or a cluster of its own,
+// and the kwok column of one test never meets another's (a test ends with
+// its subtests).
 func onEveryBackend(t *testing.T, model world.Model, body func(t *testing.T, env *sim.Env)) {
 	t.Run("fake", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -46,12 +51,14 @@ func onEveryBackend(t *testing.T, model world.Model, body func(t *testing.T, env
 		})
 	})
 	t.Run("envtest", func(t *testing.T) {
+		t.Parallel()
 		cp := simtest.Require(t)
 		b, err := envtest.NewBackend(cp, "conformance-")
 		require.NoError(t, err)
 		run(t, b, model, false, body)
 	})
 	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
 		// The cluster backend through a kubeconfig of the envtest control
 		// plane: the same code path as with kind.
 		b, err := cluster.New(cluster.Config{Kubeconfig: envtestKubeconfig(t, "converge-conformance"), NamespacePrefix: "conformance-"})
@@ -59,6 +66,7 @@ func onEveryBackend(t *testing.T, model world.Model, body func(t *testing.T, env
 		run(t, b, model, false, body)
 	})
 	t.Run("kwok", func(t *testing.T) {
+		t.Parallel()
 		// A kwokctl cluster: kube-scheduler binds the pods, kwok holds
 		// the Nodes' Leases.
 		kc := simtest.RequireKwok(t)
@@ -95,8 +103,8 @@ func run(t *testing.T, b sim.Backend, model world.Model, playDeployments bool, b
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	observer.client, observer.namespace = env.Observer, env.Namespace
-	defer func() { observer.client = nil }()
+	observers.Store(t.Name(), observed{env.Observer, env.Namespace})
+	defer observers.Delete(t.Name())
 	defer func() {
 		cancel()
 		require.NoError(t, <-done)
@@ -119,8 +127,11 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 	}
 }
 
-// observer is the running test's client, for describe.
-var observer struct {
+// observers hold each running column's client, by its test's name, for
+// describe.
+var observers sync.Map
+
+type observed struct {
 	client    kubernetes.Interface
 	namespace string
 }
@@ -129,8 +140,15 @@ var observer struct {
 // says what it waited on.
 func describe(t *testing.T) {
 	t.Helper()
-	if observer.client == nil {
-		return
+	var observer observed
+	for name := t.Name(); ; name = name[:strings.LastIndex(name, "/")] {
+		if o, ok := observers.Load(name); ok {
+			observer = o.(observed)
+			break
+		}
+		if !strings.Contains(name, "/") {
+			return
+		}
 	}
 	ctx := context.Background()
 	if pods, err := observer.client.CoreV1().Pods(observer.namespace).List(ctx, metav1.ListOptions{}); err == nil {

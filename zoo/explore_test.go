@@ -16,6 +16,7 @@ import (
 	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim/simtest/tier"
 	"github.com/converge-lab/converge/zoo"
 )
 
@@ -94,7 +95,9 @@ func exploredControllers(t *testing.T) []explored {
 // mutants. The control must have no finding in any world (over
 // -zoo.explore-seeds seeds); each mutant must have one in the world named
 // for it. With -zoo.explore-all, every mutant runs in every world, and the
-// missed ones must still be missed.
+// missed ones must still be missed. The mutants' explorations are of the
+// full tier: under -short only the controls run (no false alarm is
+// presubmit; scenarios/explore's own tests find bugs there).
 func TestExplore(t *testing.T) {
 	for _, c := range exploredControllers(t) {
 		t.Run(c.name, func(t *testing.T) {
@@ -115,6 +118,9 @@ func TestExplore(t *testing.T) {
 					for seed := uint64(1); seed <= uint64(seeds); seed++ {
 						var e *explore.Exploration
 						t.Run(fmt.Sprintf("%s/%s/seed-%d", m.Name, w.Name, seed), func(t *testing.T) {
+							if m.Name != "control" {
+								tier.Full(t, "exploring a mutant: the zoo's mutants are caught on fake in TestZoo")
+							}
 							// A mutant needs one finding; the control, every point.
 							o := scenariotest.ExploreOptions{Seed: seed * 100, FirstFinding: m.Name != "control" && !*exploreAll}
 							if *reportDir != "" {

@@ -26,7 +26,7 @@ var (
 	alarms    = flag.Int("zoo.alarms", 20, "seeds of the correct scaler on every scenario that caught a mutant")
 	reportDir = flag.String("zoo.report", "", "write the results, the table (zoo.md) and the HTML report here")
 	only      = flag.String("zoo.mutants", "", "comma-separated mutants to run (default: all)")
-	onEnvtest = flag.Bool("zoo.envtest", false, "also run each mutant on envtest, on the scenario that caught it soonest on fake")
+	onEnvtest = flag.Bool("zoo.envtest", false, "also run each mutant on envtest, on the scenario that caught it soonest on fake (always in the full tier: without -short)")
 )
 
 func TestMain(m *testing.M) {
@@ -75,7 +75,7 @@ func TestZoo(t *testing.T) {
 	}
 	t.Logf("%d mutant runs in %v", len(results), time.Since(began).Round(time.Millisecond))
 
-	if *onEnvtest {
+	if *onEnvtest || !testing.Short() {
 		results = append(results, envtestRuns(t, table, mutants)...)
 	}
 

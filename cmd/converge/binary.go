@@ -217,7 +217,10 @@ func (t *tests) listCache(files []string) string {
 func (t *tests) listNow(ctx context.Context, files []string) ([]scenariotest.Listed, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	args := []string{"-test.run", t.run, "-test.count=1", "-converge.list"}
+	// -converge.full: a campaign asks for its backends by name, so every
+	// scenario is listed on every backend it names, whatever a plain go
+	// test of the package would leave to the full matrix.
+	args := []string{"-test.run", t.run, "-test.count=1", "-converge.list", "-converge.full"}
 	for _, f := range files {
 		args = append(args, "-converge.file="+f)
 	}

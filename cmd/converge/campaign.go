@@ -201,7 +201,7 @@ func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker)
 	args := []string{"-test.run", pattern(u.test, u.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String(),
 		"-converge.seed=" + strconv.FormatUint(u.seed, 10), "-converge.seeds=1",
 		"-converge.report=" + p.report, "-converge.backends=" + u.backend,
-		"-converge.run-id=" + p.runID, "-converge.run-timeout=" + p.runTimeout.String()}
+		"-converge.run-id=" + p.runID, "-converge.run-timeout=" + p.runTimeout.String(), "-converge.full"}
 	if u.files {
 		for _, file := range p.sel.files {
 			args = append(args, "-converge.file="+file)

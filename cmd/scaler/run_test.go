@@ -149,9 +149,6 @@ func TestServeWiresProbesAndMetrics(t *testing.T) {
 
 // TestBinaryExitStatus builds cmd/scaler and checks what a user sees.
 func TestBinaryExitStatus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := scalerBinary(t)
 
 	for _, tt := range []struct {

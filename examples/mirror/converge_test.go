@@ -7,12 +7,13 @@ import (
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 )
 
-// TestScenarios runs the mirror controller through its scenarios, and the
-// first of them under each of converge's fault profiles, on fake and on
-// envtest, side by side (the bug zoo runs the others under the profiles,
-// on fake).
+// TestScenarios runs the mirror controller through its scenarios, and
+// each fault-free one under each of converge's fault profiles, on fake and
+// on envtest, side by side; the profiles go on envtest for the first
+// scenario only (every scenario with -converge.full or in make test-full).
+// These are the presubmit tier's envtest runs of every fault profile.
 func TestScenarios(t *testing.T) {
 	scenariotest.Run(t, "scenarios", mirror.UnderTest{}, scenariotest.Options{
-		Faults: true, FaultScenarios: []string{"mirror"}, Parallel: true,
+		Faults: true, FaultScenarios: []string{"mirror"}, Full: !testing.Short(),
 	})
 }

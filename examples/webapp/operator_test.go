@@ -34,9 +34,6 @@ func TestOperator(t *testing.T) {
 // API defaulting, in real time. It is skipped where the control-plane
 // binaries are missing (see sim/envtest).
 func TestOperatorOnEnvtest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
 	lifecycle(t, start(t, setup{envtest: true}), 5*time.Second)
 }
 

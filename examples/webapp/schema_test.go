@@ -36,9 +36,6 @@ func TestSchema(t *testing.T) {
 		})
 	})
 	t.Run("envtest", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("starts a control plane")
-		}
 		b, err := envtest.NewBackendWith(simtest.Require(t), envtest.BackendConfig{Prefix: "webapp-schema-", CRDPaths: []string{"config/crd"}})
 		require.NoError(t, err)
 		checkSchema(t, b)

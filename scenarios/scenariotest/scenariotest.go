@@ -15,11 +15,20 @@
 // kube-controller-manager, started for the test and stopped after it,
 // when its binaries are found ($KUBEBUILDER_ASSETS, or `make assets` of
 // converge), and skipped loudly when not (a failure where CI=true or
-// CONVERGE_REQUIRE_ENVTEST=1). A failing run prints why, where its result
-// is, and the command that replays it.
+// CONVERGE_REQUIRE_ENVTEST=1). Runs go side by side (see Options). A
+// failing run prints why, where its result is, and the command that
+// replays it.
+//
+// A plain go test is sized for go test's default 10-minute timeout: the
+// fault profiles (Options.Faults) run on fake, and in real time only for
+// the scenarios Options.FaultScenarios names; -converge.full (or
+// Options.Full) runs the whole matrix. At the start, Run logs how many runs
+// it plans in real time and the least time they take, and fails at once,
+// saying what to change, when the time -test.timeout leaves cannot hold
+// them.
 //
 // Flags (go test ... -args, or after the package): -converge.seeds,
-// -converge.seed, -converge.backends, -converge.report (a folder for every
+// -converge.seed, -converge.backends, -converge.full, -converge.report (a folder for every
 // result and the HTML report), -converge.run-timeout, -converge.file (run
 // this scenario file instead of the test's own scenarios; repeat it),
 // -converge.kubeconfig (a cluster for the cluster backend),
@@ -45,6 +54,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,7 +72,8 @@ import (
 var (
 	seeds      = flag.Int("converge.seeds", 1, "seeds per scenario and backend")
 	firstSeed  = flag.Uint64("converge.seed", 1, "the first seed")
-	backends   = flag.String("converge.backends", "fake,envtest", "backends to run on (-short: fake only)")
+	backends   = flag.String("converge.backends", "fake,envtest", "backends to run on (fake alone: fake)")
+	full       = flag.Bool("converge.full", false, "the whole matrix: every scenario on envtest and every fault profile on envtest (Options.EnvtestScenarios and FaultScenarios ignored)")
 	reportDir  = flag.String("converge.report", "", "write every result and the HTML report into this folder (failing runs are always written)")
 	runTimeout = flag.Duration("converge.run-timeout", 15*time.Minute, "wall-clock limit of one run")
 	runID      = flag.String("converge.run-id", "", "recorded in every result: the invocation that asked for the run")
@@ -97,24 +108,43 @@ type Listed struct {
 	Catches  string   `json:"catches,omitempty"`
 }
 
-// Options adjust Run. The zero value runs every scenario as written, one
-// after another.
+// Options adjust Run. The zero value runs every scenario as written, on
+// every backend it names, side by side.
+//
+// Runs go side by side (t.Parallel, so at most go test's -parallel at once,
+// GOMAXPROCS by default): each has its own namespace, and on envtest the
+// time of the suite is that of its slowest runs rather than their sum. A run
+// that restarts the API server or holds a hundred objects or more runs
+// alone, before the others; a controller that is scenarios.OneAtATime (a
+// controller-runtime manager) runs its scenarios one after another; on a
+// kwokctl cluster runs go one at a time.
 type Options struct {
-	// Parallel runs the scenarios side by side. Leave it off for a
-	// controller probed through process-wide state (a controller-runtime
-	// manager's metrics).
+	// Serial runs the scenarios one after another.
+	Serial bool
+	// Parallel is the default now; it is kept so that code which set it
+	// still builds.
+	//
+	// Deprecated: runs are side by side unless Serial.
 	Parallel bool
 	// Faults also runs every scenario without faults of its own under each
 	// of the fault profiles (scenarios.FaultProfiles), as
-	// <scenario>-<profile>.
+	// <scenario>-<profile>: on fake, and on envtest (a run in real time
+	// each) only for the scenarios FaultScenarios names, or all of them
+	// with Full or -converge.full.
 	Faults bool
-	// FaultBackends, when set, are the only backends those runs use (fake
-	// alone keeps them to seconds; on envtest each is a run in real time).
-	FaultBackends []string
-	// FaultScenarios, when set, names the only scenarios run under the
-	// fault profiles (a representative one, say, where every profile on
-	// envtest would take minutes).
+	// FaultScenarios names the scenarios whose fault-profile runs also go
+	// on envtest (a representative one, say: every profile on envtest is
+	// ten runs in real time per scenario).
 	FaultScenarios []string
+	// FaultBackends, when set, are the only backends the fault-profile
+	// runs use.
+	FaultBackends []string
+	// EnvtestScenarios, when set, names the only scenarios that run on
+	// envtest (or a cluster) unless Full; the others run on fake alone.
+	EnvtestScenarios []string
+	// Full runs the whole matrix, as -converge.full does: every scenario
+	// and every fault-profile run on every backend it names.
+	Full bool
 	// SharedControlPlane runs on the test binary's shared envtest control
 	// plane (envtest.Shared; stop it from TestMain with simtest.Main)
 	// rather than on one started for this call and stopped after it: for
@@ -122,44 +152,102 @@ type Options struct {
 	SharedControlPlane bool
 }
 
+func (o Options) full() bool { return o.Full || *full }
+
 // Run runs every scenario file of dir against c (see the package doc).
 func Run(t *testing.T, dir string, c scenarios.Controller, opts ...Options) {
 	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	if len(files) > 0 {
-		RunScenarios(t, nil, func(*scenarios.Scenario) scenarios.Controller { return c }, opts...)
+		runScenarios(t, nil, func(*scenarios.Scenario) scenarios.Controller { return c }, o, 0)
 		return
 	}
 	list, err := scenarios.LoadDir(dir)
 	if err != nil {
 		t.Fatalf("loading the scenarios of %s: %v", dir, err)
 	}
-	if len(opts) > 0 && opts[0].Faults {
-		n := len(list)
-		base := list
-		if only := opts[0].FaultScenarios; len(only) > 0 {
-			base = slices.DeleteFunc(slices.Clone(list), func(s *scenarios.Scenario) bool { return !slices.Contains(only, s.Name) })
-			if len(base) != len(only) {
-				t.Fatalf("FaultScenarios %v: not all of them are scenarios of %s", only, dir)
+	list, deferred, err := plan(list, o)
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	runScenarios(t, list, func(*scenarios.Scenario) scenarios.Controller { return c }, o, deferred)
+}
+
+// plan is list as o runs it: the scenarios EnvtestScenarios leaves out on
+// fake alone, and with Faults each fault-free one under every profile, on
+// envtest only where FaultScenarios says so (all of them when full).
+// deferred counts the runs in real time that full would add.
+func plan(list []*scenarios.Scenario, o Options) (_ []*scenarios.Scenario, deferred int, _ error) {
+	names := map[string]bool{}
+	for _, s := range list {
+		names[s.Name] = true
+	}
+	for _, field := range []struct {
+		name string
+		list []string
+	}{{"EnvtestScenarios", o.EnvtestScenarios}, {"FaultScenarios", o.FaultScenarios}} {
+		for _, n := range field.list {
+			if !names[n] {
+				return nil, 0, fmt.Errorf("%s names %q, which is not one of its scenarios", field.name, n)
 			}
-		}
-		under, err := UnderFaults(base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list = append(slices.Clone(list), under[len(base):]...)
-		if only := opts[0].FaultBackends; len(only) > 0 {
-			kept := list[:n:n]
-			for _, u := range list[n:] {
-				s := *u
-				s.Backends = slices.DeleteFunc(s.RunsOnBackends(), func(b string) bool { return !slices.Contains(only, b) })
-				if len(s.Backends) > 0 {
-					kept = append(kept, &s)
-				}
-			}
-			list = kept
 		}
 	}
-	RunScenarios(t, list, func(*scenarios.Scenario) scenarios.Controller { return c }, opts...)
+	// fakeOnly keeps s on fake alone, counting what it leaves, or is nil
+	// when s does not run on fake (no Backends would mean the default
+	// ones).
+	fakeOnly := func(s *scenarios.Scenario) *scenarios.Scenario {
+		deferred += len(s.RunsOnBackends())
+		if !s.RunsOn(scenarios.Fake) {
+			return nil
+		}
+		deferred--
+		c := *s
+		c.Backends = []string{scenarios.Fake}
+		return &c
+	}
+	var out []*scenarios.Scenario
+	for _, s := range list {
+		if len(o.EnvtestScenarios) > 0 && !o.full() && !slices.Contains(o.EnvtestScenarios, s.Name) {
+			s = fakeOnly(s)
+		}
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	if !o.Faults {
+		return out, deferred, nil
+	}
+	profiles, err := scenarios.FaultProfiles()
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, s := range list {
+		if len(s.Faults) > 0 {
+			continue
+		}
+		for _, p := range profiles {
+			u, err := s.Under(p)
+			if err != nil {
+				return nil, 0, err
+			}
+			if len(o.FaultBackends) > 0 {
+				u.Backends = slices.DeleteFunc(u.RunsOnBackends(), func(b string) bool { return !slices.Contains(o.FaultBackends, b) })
+				if len(u.Backends) == 0 {
+					continue
+				}
+			}
+			if !o.full() && !slices.Contains(o.FaultScenarios, s.Name) {
+				u = fakeOnly(u)
+			}
+			if u != nil {
+				out = append(out, u)
+			}
+		}
+	}
+	return out, deferred, nil
 }
 
 // UnderFaults is list, and each of its scenarios without faults under each
@@ -186,13 +274,28 @@ func UnderFaults(list []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
 }
 
 // RunScenarios runs list, each against the controller controllerFor gives
-// it; with -converge.file, the files' scenarios instead.
+// it; with -converge.file, the files' scenarios instead. Of o, it takes
+// EnvtestScenarios, Full, Serial and SharedControlPlane (fault profiles are
+// Run's; UnderFaults makes them from a list).
 func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, opts ...Options) {
 	t.Helper()
 	var o Options
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	deferred := 0
+	if len(files) == 0 {
+		o.Faults = false
+		var err error
+		if list, deferred, err = plan(list, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runScenarios(t, list, controllerFor, o, deferred)
+}
+
+func runScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, o Options, deferred int) {
+	t.Helper()
 	if *seeds < 1 || *firstSeed > math.MaxUint64-uint64(*seeds-1) {
 		t.Fatalf("-converge.seed=%d -converge.seeds=%d: the seeds must fit in 0..%d", *firstSeed, *seeds, uint64(math.MaxUint64))
 	}
@@ -237,6 +340,13 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 		}
 		return
 	}
+	sideBySide := func(s *scenarios.Scenario) bool {
+		_, oneAtATime := controllerFor(s).(scenarios.OneAtATime)
+		return !o.Serial && !oneAtATime && !runsAlone(s) && (*kwokDir == "" || !s.RunsOn(scenarios.Cluster))
+	}
+	if err := fitsDeadline(t, list, sideBySide, deferred); err != nil {
+		t.Fatal(err)
+	}
 	plane := &controlPlane{shared: o.SharedControlPlane}
 	t.Cleanup(plane.stop(t))
 	var mu sync.Mutex
@@ -248,11 +358,11 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 			// alone, before the others. On a kwokctl cluster runs go one at
 			// a time: its Nodes are untainted, so kube-scheduler would put
 			// one run's pods on another's Nodes.
-			if o.Parallel && !runsAlone(s) && (*kwokDir == "" || !s.RunsOn(scenarios.Cluster)) {
+			if sideBySide(s) {
 				t.Parallel()
 			}
-			for _, backend := range strings.Split(*backends, ",") {
-				if !s.RunsOn(backend) || (testing.Short() && backend != scenarios.Fake) {
+			for _, backend := range selected() {
+				if !s.RunsOn(backend) {
 					continue
 				}
 				t.Run(backend, func(t *testing.T) {
@@ -394,6 +504,92 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// selected is -converge.backends as a list.
+func selected() []string { return strings.Split(*backends, ",") }
+
+// startup is what a run in real time costs beyond its scenario's own
+// timing at the least: a namespace, the objects, the controller's start.
+const startup = 2 * time.Second
+
+// fitsDeadline logs how many runs list makes on which backends and how
+// long those in real time take at the least, and returns an error, at the
+// start rather than at go test's kill, when what -test.timeout leaves
+// cannot hold them.
+func fitsDeadline(t *testing.T, list []*scenarios.Scenario, sideBySide func(*scenarios.Scenario) bool, deferred int) error {
+	t.Helper()
+	parallel := 1
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+			parallel = n
+		}
+	}
+	e := estimate(list, selected(), *seeds, sideBySide, parallel)
+	e.deferred = deferred
+	t.Log(e)
+	deadline, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	return e.fits(time.Until(deadline))
+}
+
+// runTime is what a list of scenarios costs: its runs in virtual and in
+// real time, and the least wall time of the latter.
+type runTime struct {
+	fake, real int
+	least      time.Duration
+	parallel   int
+	// deferred are the runs in real time that -converge.full would add.
+	deferred int
+}
+
+// estimate counts the runs of list on backends, seeds each, and the least
+// time those in real time take: the runs side by side, parallel at once,
+// and each of the others alone.
+func estimate(list []*scenarios.Scenario, backends []string, seeds int, sideBySide func(*scenarios.Scenario) bool, parallel int) runTime {
+	e := runTime{parallel: parallel}
+	var alone, together time.Duration
+	for _, s := range list {
+		for _, b := range backends {
+			if !s.RunsOn(b) {
+				continue
+			}
+			if b == scenarios.Fake {
+				e.fake += seeds
+				continue
+			}
+			e.real += seeds
+			least := time.Duration(seeds) * (s.Shortest() + startup)
+			if sideBySide(s) {
+				together += least
+			} else {
+				alone += least
+			}
+		}
+	}
+	e.least = alone + together/time.Duration(max(parallel, 1))
+	return e
+}
+
+func (e runTime) String() string {
+	msg := fmt.Sprintf("%d runs on fake (virtual time) and %d in real time, which take at least %v (%d side by side at most)",
+		e.fake, e.real, e.least.Round(time.Second), e.parallel)
+	if e.deferred > 0 {
+		msg += fmt.Sprintf("; -converge.full adds %d more in real time", e.deferred)
+	}
+	return msg
+}
+
+// fits says why left cannot hold e's runs in real time, or nil.
+func (e runTime) fits(left time.Duration) error {
+	if e.real == 0 || e.least <= left {
+		return nil
+	}
+	return fmt.Errorf("%v, and -test.timeout leaves %v: go test would kill the test before they end. "+
+		"Give go test -timeout=%v or more, or run fewer in real time (-converge.backends=fake, without -converge.full, "+
+		"fewer Options.FaultScenarios or EnvtestScenarios)", e, left.Round(time.Second), (2*e.least).Truncate(time.Minute)+time.Minute)
 }
 
 // runsAlone says whether s needs the envtest control plane to itself: it

@@ -13,17 +13,17 @@ import (
 )
 
 // TestScratchModule is a user's first hour: a fresh module outside this
-// repository (testdata/scratch: a controller of its own, its RBAC, one
-// scenario file, one test file calling scenariotest.Run) imports converge
-// and passes `go test`, on fake and on envtest. converge's dependencies
-// come from the module cache (the build of converge itself put them there);
+// repository (testdata/scratch: a controller of its own with leader
+// election, its RBAC, three scenario files, one test file calling
+// scenariotest.Run with Faults) imports converge and passes a plain `go
+// test`, on fake and on envtest, inside go test's default 10-minute
+// timeout. With -converge.full and a timeout that cannot hold its runs in
+// real time, it fails at the start, saying so. converge's dependencies come
+// from the module cache (the build of converge itself put them there);
 // what the new module's graph needs beyond them (go.mod files of modules
 // converge's own build never loads) comes from the Go module proxy, as for
 // any user.
 func TestScratchModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and tests a module of its own")
-	}
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -34,16 +34,29 @@ func TestScratchModule(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
 
-	// -race shares the build cache with this repository's own tests.
-	cmd := exec.Command("go", "test", "-race", "-count=1", "-v", ".", "-converge.report="+filepath.Join(dir, "report"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", tail(string(out), 60))
-	assert.Contains(t, string(out), "--- PASS: TestScenarios/owners-under-conflicts/fake/seed-1")
-	if !strings.Contains(string(out), "SKIPPED (envtest)") {
-		assert.Contains(t, string(out), "--- PASS: TestScenarios/owners-under-conflicts/envtest/seed-1")
+	// -race shares the build cache with this repository's own tests; no
+	// -timeout: go test's default is what a user gets.
+	goTest := func(args ...string) (string, error) {
+		cmd := exec.Command("go", append([]string{"test", "-race", "-count=1", "-v", "."}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
 	}
+	out, err := goTest("-converge.report=" + filepath.Join(dir, "report"))
+	require.NoError(t, err, "%s", tail(out, 60))
+	for _, run := range []string{"owners-under-conflicts/fake", "owners/fake", "team-moves/fake", "owners-conflicts/fake",
+		"team-moves-leader-failover/fake", "owners-watch-410s/fake"} {
+		assert.Contains(t, out, "--- PASS: TestScenarios/"+run+"/seed-1")
+	}
+	if !strings.Contains(out, "SKIPPED (envtest)") {
+		for _, s := range []string{"owners-under-conflicts", "owners", "team-moves"} {
+			assert.Contains(t, out, "--- PASS: TestScenarios/"+s+"/envtest/seed-1")
+		}
+	}
+	assert.NotContains(t, out, "owners-conflicts/envtest", "the fault profiles run on fake unless asked for")
+	assert.Contains(t, out, "and 3 in real time", "the plan is told at the start")
+	assert.Contains(t, out, "-converge.full adds 20 more in real time")
 	var results []string
 	require.NoError(t, fs.WalkDir(os.DirFS(dir), "report", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(path, ".json") {
@@ -53,6 +66,13 @@ func TestScratchModule(t *testing.T) {
 	}))
 	assert.NotEmpty(t, results, "the results are written where -converge.report says")
 	assert.FileExists(t, filepath.Join(dir, "report", "index.html"))
+
+	// The whole matrix under a timeout that cannot hold it: told at once.
+	out, err = goTest("-timeout=40s", "-converge.full")
+	require.Error(t, err, "%s", tail(out, 30))
+	assert.Contains(t, out, "go test would kill the test before they end", tail(out, 30))
+	assert.Contains(t, out, "23 in real time")
+	assert.NotContains(t, out, "test timed out", "it failed at the start, not at the kill")
 }
 
 func tail(s string, n int) string {

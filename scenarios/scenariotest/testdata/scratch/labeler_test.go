@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/converge-lab/converge/scenarios"
@@ -31,7 +33,53 @@ func (labeler) New(in scenarios.Instance) (scenarios.Runner, error) { return &ru
 
 type runner struct{ in scenarios.Instance }
 
+// Run works while the instance leads, when the scenario runs several. The
+// election outlives ctx until the work has stopped: the Lease is given up
+// only after the last write, so a successor never writes beside it.
 func (r *runner) Run(ctx context.Context) error {
+	le := r.in.LeaderElection
+	if le == nil {
+		return r.work(ctx)
+	}
+	leading := make(chan context.Context, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+			Client:     r.in.Client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+		},
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leadCtx context.Context) { leading <- leadCtx },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		elector.Run(electionCtx)
+	}()
+	defer func() {
+		stopElection()
+		<-elected
+	}()
+	select {
+	case leadCtx := <-leading:
+		workCtx, stopWork := context.WithCancel(ctx)
+		defer stopWork()
+		defer context.AfterFunc(leadCtx, stopWork)()
+		return r.work(workCtx)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func (r *runner) work(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(r.in.Client, 0, informers.WithNamespace(r.in.Namespace))
 	configMaps := factory.Core().V1().ConfigMaps()
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
@@ -97,5 +145,7 @@ func (r *runner) sync(ctx context.Context, lister interface {
 }
 
 func TestScenarios(t *testing.T) {
-	scenariotest.Run(t, "scenarios", labeler{})
+	// Faults: every fault-free scenario also runs under each of converge's
+	// fault profiles, on fake.
+	scenariotest.Run(t, "scenarios", labeler{}, scenariotest.Options{Faults: true})
 }

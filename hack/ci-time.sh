@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Measures what CI costs: runs .ci/run in a fresh clone of this repository's
+# HEAD, as CI does, with go test's output as JSON, then prints the time of
+# each phase, the ten slowest packages and the twenty slowest tests
+# (hack/testtime).
+#
+# By default the clone starts as a fresh machine would: an empty Go build
+# cache and an empty user cache dir, so the control-plane binaries are built
+# again. The Go module cache is the machine's (GOMODCACHE; a fresh machine
+# may have to download some of it). --warm-assets keeps this machine's
+# control-plane and kwok binaries (the budget with them warm is smaller);
+# --warm keeps the Go build cache too.
+#
+# Usage: hack/ci-time.sh [--warm-assets | --warm] [--full] [OUT_DIR]
+#   --full  runs make test-full instead of .ci/run's make test
+# Writes OUT_DIR (default bin/ci-time): log.txt (every line with the seconds
+# since the start), test.json (go test -json) and summary.txt.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+warm=""
+full=""
+out=""
+for arg in "$@"; do
+	case "$arg" in
+	--warm-assets | --warm) warm="$arg" ;;
+	--full) full=1 ;;
+	-*)
+		echo "usage: hack/ci-time.sh [--warm-assets | --warm] [--full] [OUT_DIR]" >&2
+		exit 2
+		;;
+	*) out="$arg" ;;
+	esac
+done
+out="$(mkdir -p "${out:-$root/bin/ci-time}" && cd "${out:-$root/bin/ci-time}" && pwd)"
+
+. "$here/cache.sh"
+assets="$("$here/assets.sh" --print-dir 2>/dev/null || true)"
+kwokbin="$cache/converge/kwok/$(sed -n 's/^KWOK_VERSION=\([^ ]*\).*/\1/p' "$here/kwok.sh")-$os-$arch"
+gomodcache="$(go env GOMODCACHE)"
+gocache="$(go env GOCACHE)"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/converge-ci-time.XXXXXX")"
+cleanup() { chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# testtime stamps the log's lines and sums it up; built with this machine's
+# caches, outside what is measured.
+(cd "$root" && go build -o "$work/testtime" ./hack/testtime)
+git clone --quiet --no-local "$root" "$work/converge"
+mkdir -p "$work/cache"
+env=(XDG_CACHE_HOME="$work/cache" GOMODCACHE="$gomodcache" GOCACHE="$work/cache/go-build" TESTFLAGS=-json)
+case "$warm" in
+--warm-assets)
+	env+=(CONVERGE_ASSETS_DIR="$assets" CONVERGE_KWOK_DIR="$kwokbin")
+	;;
+--warm)
+	env+=(CONVERGE_ASSETS_DIR="$assets" CONVERGE_KWOK_DIR="$kwokbin" GOCACHE="$gocache")
+	;;
+esac
+cmd=(bash .ci/run)
+if [[ -n "$full" ]]; then
+	cmd=(bash -c 'export CI=true && make test-full')
+fi
+
+echo "ci-time: ${cmd[*]} in a fresh clone of $(git -C "$root" rev-parse --short HEAD) (${warm:-cold caches}); log in $out/log.txt"
+start=$(date +%s)
+set +e
+(cd "$work/converge" && env "${env[@]}" "${cmd[@]}" </dev/null 2>&1) | "$work/testtime" -stamp >"$out/log.txt"
+status=${PIPESTATUS[0]}
+set -e
+end=$(date +%s)
+
+sed -n 's/^ *[0-9]* \({.*\)$/\1/p' "$out/log.txt" >"$out/test.json"
+{
+	echo "commit $(git -C "$root" rev-parse --short HEAD), $(date -u +%Y-%m-%d), $(nproc) cores, ${warm:-cold caches}${full:+, make test-full}"
+	printf 'whole run: %dm%02ds, exit status %d\n' $(((end - start) / 60)) $(((end - start) % 60)) "$status"
+	# Phases: when each began, from the log's own lines.
+	first() { awk -v pat="$1" '$0 ~ pat {print $1; exit}' "$out/log.txt"; }
+	for phase in "building kube-apiserver:building kube-apiserver" "kwok:building kwok" "go vet:go vet" \
+		"staticcheck:run honnef.co" "go test:go test " "first test event:[{]\"Time\""; do
+		at="$(first "${phase#*:}")"
+		[[ -n "$at" ]] && printf '  %-18s began at %dm%02ds\n' "${phase%%:*}" $((at / 60)) $((at % 60))
+	done
+	echo
+	if [[ -s "$out/test.json" ]]; then
+		"$work/testtime" "$out/test.json"
+	else
+		echo "no go test -json output: see $out/log.txt"
+	fi
+} | tee "$out/summary.txt"
+exit "$status"

@@ -1,0 +1,127 @@
+package scenariotest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-lab/converge/scenarios"
+)
+
+func parse(t *testing.T, yaml string) *scenarios.Scenario {
+	t.Helper()
+	s, err := scenarios.Parse("test.yaml", []byte(yaml))
+	require.NoError(t, err)
+	return s
+}
+
+// userSuite is three scenarios of a controller of ConfigMaps: two without
+// faults, one with a conflict.
+func userSuite(t *testing.T) []*scenarios.Scenario {
+	t.Helper()
+	const goal = `
+catches: a ConfigMap that is not there
+objects:
+  - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
+goal:
+  objects:
+    - select: {apiVersion: v1, kind: ConfigMap, name: a}
+      count: 1
+timing: {deadline: 1m, settle: 5s}
+`
+	return []*scenarios.Scenario{
+		parse(t, "name: one\n"+goal),
+		parse(t, "name: two\n"+goal),
+		parse(t, "name: conflicted\nfaults:\n  - {fault: conflict, target: {verbs: [update]}, when: {probability: 0.5, until: 15s}}\n"+goal),
+	}
+}
+
+func names(list []*scenarios.Scenario, backend string) []string {
+	var out []string
+	for _, s := range list {
+		if s.RunsOn(backend) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+func TestPlanRunsTheFaultProfilesInRealTimeOnlyWhereAsked(t *testing.T) {
+	profiles, err := scenarios.FaultProfiles()
+	require.NoError(t, err)
+	suite := userSuite(t)
+	everywhere := 0 // profiles that run on fake and envtest
+	for _, p := range profiles {
+		if p.RunsOn(scenarios.Fake) {
+			everywhere++
+		}
+	}
+
+	list, deferred, err := plan(suite, Options{Faults: true})
+	require.NoError(t, err)
+	assert.Len(t, names(list, scenarios.Fake), 3+2*everywhere, "each fault-free scenario under every profile that runs on fake")
+	assert.Equal(t, []string{"one", "two", "conflicted"}, names(list, scenarios.Envtest), "no profile on envtest unless named")
+	assert.Equal(t, 2*len(profiles), deferred, "what -converge.full would add: every profile of both on envtest")
+
+	list, deferred, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"two"}})
+	require.NoError(t, err)
+	onEnvtest := names(list, scenarios.Envtest)
+	assert.Len(t, onEnvtest, 3+len(profiles))
+	assert.Contains(t, onEnvtest, "two-conflicts")
+	assert.NotContains(t, onEnvtest, "one-conflicts")
+	assert.Contains(t, names(list, scenarios.Fake), "one-conflicts")
+	assert.Equal(t, len(profiles), deferred)
+
+	list, deferred, err = plan(suite, Options{Faults: true, Full: true})
+	require.NoError(t, err)
+	assert.Len(t, names(list, scenarios.Envtest), 3+2*len(profiles))
+	assert.Zero(t, deferred)
+
+	_, _, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"tow"}})
+	assert.ErrorContains(t, err, `FaultScenarios names "tow", which is not one of its scenarios`)
+}
+
+func TestPlanKeepsEnvtestToTheScenariosNamed(t *testing.T) {
+	suite := userSuite(t)
+	list, deferred, err := plan(suite, Options{EnvtestScenarios: []string{"conflicted"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"conflicted"}, names(list, scenarios.Envtest))
+	assert.Equal(t, []string{"one", "two", "conflicted"}, names(list, scenarios.Fake))
+	assert.Equal(t, 2, deferred)
+	assert.Len(t, suite[0].RunsOnBackends(), 2, "the scenarios given are left as they were")
+
+	list, _, err = plan(suite, Options{EnvtestScenarios: []string{"conflicted"}, Full: true})
+	require.NoError(t, err)
+	assert.Len(t, names(list, scenarios.Envtest), 3)
+
+	_, _, err = plan(suite, Options{EnvtestScenarios: []string{"nope"}})
+	assert.ErrorContains(t, err, `EnvtestScenarios names "nope"`)
+}
+
+func TestEstimateSaysWhenTheTimeoutCannotHoldTheRuns(t *testing.T) {
+	suite := userSuite(t) // settle 5 s; conflicted's faults end at 15 s
+	all := func(*scenarios.Scenario) bool { return true }
+	none := func(*scenarios.Scenario) bool { return false }
+	backends := []string{scenarios.Fake, scenarios.Envtest}
+
+	e := estimate(suite, backends, 1, none, 2)
+	assert.Equal(t, 3, e.fake)
+	assert.Equal(t, 3, e.real)
+	assert.Equal(t, 5*time.Second+5*time.Second+15*time.Second+3*startup, e.least, "one after another: the sum")
+
+	side := estimate(suite, backends, 2, all, 2)
+	assert.Equal(t, 6, side.real)
+	assert.Equal(t, e.least, side.least, "two seeds each, two at a time")
+
+	assert.NoError(t, e.fits(time.Hour))
+	err := e.fits(10 * time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "3 in real time, which take at least 31s")
+	assert.Contains(t, err.Error(), "-test.timeout leaves 10s")
+	assert.Contains(t, err.Error(), "-timeout=2m0s")
+
+	fakeOnly := estimate(suite, []string{scenarios.Fake}, 1, none, 2)
+	assert.NoError(t, fakeOnly.fits(0), "virtual time needs no wall-clock budget")
+}
