@@ -33,14 +33,30 @@ build: ## build the binaries and the compiled scenario tests into bin/
 
 # TESTFLAGS go to go test as well (hack/ci-time.sh passes -json).
 TESTFLAGS ?=
+# The slowest packages first: go test starts them first, so that two run
+# side by side to the end rather than the zoo alone at the tail.
+ifeq ($(PKGS),./...)
+TESTPKGS ?= ./zoo ./scenarios ./examples/mirror ./sim ./cmd/converge ./examples/webapp ./chaos ./...
+else
+TESTPKGS ?= $(PKGS)
+endif
 
-test: assets lint ## presubmit (what CI runs): vet, format check and the -short tier with the race detector, envtest and kwok runs included
-	@mkdir -p $(BIN)/test-output
-	$(GO) test -short -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(PKGS)
+# The tests and lint go side by side (lines of their output kept whole):
+# the tests in real time leave a core idle much of the time.
+test: assets ## presubmit (what CI runs): vet, format check and the -short tier with the race detector, envtest and kwok runs included
+	@$(MAKE) --no-print-directory -j2 -Oline lint test-short
 
-test-full: assets lint ## nightly: every test with the race detector, the full matrix of catalogue, profiles and backends in real time
+test-full: assets ## nightly: vet, format check and every test with the race detector, the full matrix of catalogue, profiles and backends in real time
+	@$(MAKE) --no-print-directory -j2 -Oline lint test-all
+
+.PHONY: test-short test-all
+test-short:
 	@mkdir -p $(BIN)/test-output
-	$(GO) test -race -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(PKGS)
+	$(GO) test -short -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS)
+
+test-all:
+	@mkdir -p $(BIN)/test-output
+	$(GO) test -race -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS)
 
 ci-time: ## .ci/run in a fresh clone with cold caches, timed: phases, the slowest packages and tests (bin/ci-time)
 	hack/ci-time.sh

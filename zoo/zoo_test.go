@@ -23,7 +23,7 @@ import (
 
 var (
 	seeds     = flag.Int("zoo.seeds", 1, "seeds per mutant and scenario")
-	alarms    = flag.Int("zoo.alarms", 20, "seeds of the correct scaler on every scenario that caught a mutant")
+	alarms    = flag.Int("zoo.alarms", 20, "seeds of the correct scaler on every scenario that caught a mutant (-short: 5 unless set)")
 	reportDir = flag.String("zoo.report", "", "write the results, the table (zoo.md) and the HTML report here")
 	only      = flag.String("zoo.mutants", "", "comma-separated mutants to run (default: all)")
 	onEnvtest = flag.Bool("zoo.envtest", false, "also run each mutant on envtest, on the scenario that caught it soonest on fake (always in the full tier: without -short)")
@@ -90,13 +90,17 @@ func TestZoo(t *testing.T) {
 		}
 	}
 
-	// No false alarms: the correct scaler on every scenario that caught one.
+	// No false alarms: the correct scaler on every scenario that caught
+	// one; presubmit (-short) over fewer seeds, the full tier over all.
 	began = time.Now()
 	table.FalseAlarmSeeds = *alarms
+	if testing.Short() && !flagSet("zoo.alarms") {
+		table.FalseAlarmSeeds = 5
+	}
 	for _, name := range table.Catching() {
 		s, err := scaler.Lookup(strings.TrimSuffix(name, "/"+scenarios.Fake))
 		require.NoError(t, err)
-		for seed := uint64(1); seed <= uint64(*alarms); seed++ {
+		for seed := uint64(1); seed <= uint64(table.FalseAlarmSeeds); seed++ {
 			res := runFake(t, s, seed, scaler.Controller{})
 			table.FalseAlarmRuns++
 			if !res.Pass {
@@ -134,6 +138,13 @@ func runFake(t *testing.T, s *scenarios.Scenario, seed uint64, c scenarios.Contr
 	}
 	t.Logf("%-18s %-26s seed %-3d %-6v %s", c.Name(), s.Name, seed, time.Duration(res.Wall).Round(time.Millisecond), verdict)
 	return res
+}
+
+// flagSet says whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func firstReason(r *reports.Result) string {

@@ -164,7 +164,7 @@ func read(r io.Reader) (*summary, error) {
 		}
 		key := e.Package + " " + e.Test
 		switch e.Action {
-		case "run":
+		case "run", "cont": // a parallel test pauses, then continues
 			began[key] = e.Time
 		case "output":
 			if e.Test != "" {
@@ -181,7 +181,7 @@ func read(r io.Reader) (*summary, error) {
 			res := &result{name: e.Test, action: e.Action, elapsed: time.Duration(e.Elapsed * float64(time.Second))}
 			// A test's Elapsed leaves out its parallel subtests, which run
 			// after its function returns: its wall time is from its run
-			// to its end.
+			// (or, if it is parallel, from when it continued) to its end.
 			if at, ok := began[key]; ok && !e.Time.IsZero() {
 				res.elapsed = max(res.elapsed, e.Time.Sub(at))
 			}

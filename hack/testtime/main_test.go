@@ -21,6 +21,10 @@ const twoPackages = `make: entering
 {"Time":"2026-12-03T10:00:00Z","Action":"run","Package":"p/a","Test":"TestSlow/one"}
 {"Time":"2026-12-03T10:01:40Z","Action":"pass","Package":"p/a","Test":"TestSlow/one","Elapsed":100}
 {"Time":"2026-12-03T10:01:40Z","Action":"pass","Package":"p/a","Test":"TestSlow","Elapsed":1}
+{"Time":"2026-12-03T10:00:00Z","Action":"run","Package":"p/a","Test":"TestWaits"}
+{"Time":"2026-12-03T10:00:00Z","Action":"pause","Package":"p/a","Test":"TestWaits"}
+{"Time":"2026-12-03T10:01:40Z","Action":"cont","Package":"p/a","Test":"TestWaits"}
+{"Time":"2026-12-03T10:01:42Z","Action":"pass","Package":"p/a","Test":"TestWaits","Elapsed":2}
 {"Time":"2026-12-03T10:01:40Z","Action":"run","Package":"p/a","Test":"TestNightly"}
 {"Time":"2026-12-03T10:01:40Z","Action":"output","Package":"p/a","Test":"TestNightly","Output":"    x_test.go:9: full tier: a matrix; make test-full runs it\n"}
 {"Time":"2026-12-03T10:01:40Z","Action":"skip","Package":"p/a","Test":"TestNightly","Elapsed":0}
@@ -38,14 +42,15 @@ func TestSummary(t *testing.T) {
 	s, err := read(strings.NewReader(twoPackages))
 	require.NoError(t, err)
 	assert.Equal(t, 100*time.Second, s.tests["p/a TestSlow"].elapsed, "from its run to its end, its parallel subtests included")
+	assert.Equal(t, 2*time.Second, s.tests["p/a TestWaits"].elapsed, "a parallel test from when it continued")
 	assert.True(t, s.tests["p/a TestNightly"].fullTier)
 	assert.False(t, s.tests["p/a TestNoBinaries"].fullTier)
 
 	var out bytes.Buffer
 	s.print(&out, 10, 20)
 	text := out.String()
-	assert.Contains(t, text, "tests (subtests included): 3 ran, 2 passed, 1 failed, 2 skipped (1 of them full tier)")
-	assert.Contains(t, text, "go test: 1m41s from its first event to its last")
+	assert.Contains(t, text, "tests (subtests included): 4 ran, 3 passed, 1 failed, 2 skipped (1 of them full tier)")
+	assert.Contains(t, text, "go test: 1m42s from its first event to its last")
 	assert.Contains(t, text, "failed packages: p/b")
 	assert.Less(t, strings.Index(text, "p/a TestSlow"), strings.Index(text, "p/b TestBroken"), "slowest first")
 	assert.NotContains(t, text, "TestSlow/one", "top-level tests only")
@@ -70,14 +75,15 @@ func TestCoversFindsALostTest(t *testing.T) {
 	err := run([]string{"-covers", before, short, full}, &out)
 	require.Error(t, err)
 	assert.Contains(t, out.String(), "not run after: p/a TestSlow/one")
-	assert.ErrorContains(t, err, "1 of 3 tests")
+	assert.ErrorContains(t, err, "2 of 4 tests")
 
 	full = write("full.json", `{"Action":"pass","Package":"p/a","Test":"TestSlow"}
 {"Action":"pass","Package":"p/a","Test":"TestSlow/one"}
+{"Action":"pass","Package":"p/a","Test":"TestWaits"}
 `)
 	out.Reset()
 	require.NoError(t, run([]string{"-covers", before, short, full}, &out))
-	assert.Contains(t, out.String(), "every one of the 3 tests")
+	assert.Contains(t, out.String(), "every one of the 4 tests")
 }
 
 func TestStampPrefixesEachLine(t *testing.T) {

@@ -44,7 +44,7 @@ func TestScratchModule(t *testing.T) {
 		return string(out), err
 	}
 	out, err := goTest("-converge.report=" + filepath.Join(dir, "report"))
-	require.NoError(t, err, "%s", tail(out, 60))
+	require.NoError(t, err, "%s\n...\n%s", failures(out), tail(out, 30))
 	for _, run := range []string{"owners-under-conflicts/fake", "owners/fake", "team-moves/fake", "owners-conflicts/fake",
 		"team-moves-leader-failover/fake", "owners-watch-410s/fake"} {
 		assert.Contains(t, out, "--- PASS: TestScenarios/"+run+"/seed-1")
@@ -73,6 +73,17 @@ func TestScratchModule(t *testing.T) {
 	assert.Contains(t, out, "go test would kill the test before they end", tail(out, 30))
 	assert.Contains(t, out, "23 in real time")
 	assert.NotContains(t, out, "test timed out", "it failed at the start, not at the kill")
+}
+
+// failures are the lines of out that say why a run failed.
+func failures(out string) string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "--- FAIL") || strings.Contains(l, "failed:") || strings.Contains(l, "never fired") || strings.HasPrefix(strings.TrimSpace(l), "invariant") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func tail(s string, n int) string {
