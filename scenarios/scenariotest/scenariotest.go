@@ -220,32 +220,22 @@ func plan(list []*scenarios.Scenario, o Options) (_ []*scenarios.Scenario, defer
 	if !o.Faults {
 		return out, deferred, nil
 	}
-	profiles, err := scenarios.FaultProfiles()
+	err := underFaults(list, func(base, u *scenarios.Scenario) {
+		if len(o.FaultBackends) > 0 {
+			u.Backends = slices.DeleteFunc(u.RunsOnBackends(), func(b string) bool { return !slices.Contains(o.FaultBackends, b) })
+			if len(u.Backends) == 0 {
+				return
+			}
+		}
+		if !o.full() && !slices.Contains(o.FaultScenarios, base.Name) {
+			u = fakeOnly(u)
+		}
+		if u != nil {
+			out = append(out, u)
+		}
+	})
 	if err != nil {
 		return nil, 0, err
-	}
-	for _, s := range list {
-		if len(s.Faults) > 0 {
-			continue
-		}
-		for _, p := range profiles {
-			u, err := s.Under(p)
-			if err != nil {
-				return nil, 0, err
-			}
-			if len(o.FaultBackends) > 0 {
-				u.Backends = slices.DeleteFunc(u.RunsOnBackends(), func(b string) bool { return !slices.Contains(o.FaultBackends, b) })
-				if len(u.Backends) == 0 {
-					continue
-				}
-			}
-			if !o.full() && !slices.Contains(o.FaultScenarios, s.Name) {
-				u = fakeOnly(u)
-			}
-			if u != nil {
-				out = append(out, u)
-			}
-		}
 	}
 	return out, deferred, nil
 }
@@ -253,11 +243,20 @@ func plan(list []*scenarios.Scenario, o Options) (_ []*scenarios.Scenario, defer
 // UnderFaults is list, and each of its scenarios without faults under each
 // fault profile.
 func UnderFaults(list []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
-	profiles, err := scenarios.FaultProfiles()
-	if err != nil {
+	out := slices.Clone(list)
+	if err := underFaults(list, func(_, u *scenarios.Scenario) { out = append(out, u) }); err != nil {
 		return nil, err
 	}
-	out := slices.Clone(list)
+	return out, nil
+}
+
+// underFaults calls add with each scenario of list without faults and each
+// fault profile, and the scenario under that profile.
+func underFaults(list []*scenarios.Scenario, add func(base, under *scenarios.Scenario)) error {
+	profiles, err := scenarios.FaultProfiles()
+	if err != nil {
+		return err
+	}
 	for _, s := range list {
 		if len(s.Faults) > 0 {
 			continue
@@ -265,12 +264,12 @@ func UnderFaults(list []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
 		for _, p := range profiles {
 			u, err := s.Under(p)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out = append(out, u)
+			add(s, u)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // RunScenarios runs list, each against the controller controllerFor gives
