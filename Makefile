@@ -41,22 +41,23 @@ else
 TESTPKGS ?= $(PKGS)
 endif
 
-# The tests and lint go side by side (lines of their output kept whole):
-# the tests in real time leave a core idle much of the time.
+# with-lint runs its command with make lint beside it (the tests in real
+# time leave a core idle much of the time): the command's output streams,
+# and lint's (in bin/lint.log) follows it only when lint failed, which
+# fails the target as the command failing does.
+define with-lint
+	@mkdir -p $(BIN)/test-output
+	@$(MAKE) -s --no-print-directory lint >$(BIN)/lint.log 2>&1 & lint=$$!; \
+	echo "$(1)"; $(1); status=$$?; \
+	if ! wait $$lint; then cat $(BIN)/lint.log; echo "make lint failed (above; bin/lint.log)"; exit 1; fi; \
+	exit $$status
+endef
+
 test: assets ## presubmit (what CI runs): vet, format check and the -short tier with the race detector, envtest and kwok runs included
-	@$(MAKE) --no-print-directory -j2 -Oline lint test-short
+	$(call with-lint,$(GO) test -short -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
 
 test-full: assets ## nightly: vet, format check and every test with the race detector, the full matrix of catalogue, profiles and backends in real time
-	@$(MAKE) --no-print-directory -j2 -Oline lint test-all
-
-.PHONY: test-short test-all
-test-short:
-	@mkdir -p $(BIN)/test-output
-	$(GO) test -short -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS)
-
-test-all:
-	@mkdir -p $(BIN)/test-output
-	$(GO) test -race -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS)
+	$(call with-lint,$(GO) test -race -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
 
 ci-time: ## .ci/run in a fresh clone with cold caches, timed: phases, the slowest packages and tests (bin/ci-time)
 	hack/ci-time.sh

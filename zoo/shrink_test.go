@@ -15,6 +15,7 @@ import (
 	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim/simtest/tier"
 	"github.com/converge-lab/converge/zoo"
 )
 
@@ -57,6 +58,7 @@ func randomSchedule(seed uint64, n int) []chaos.Spec {
 // blame, the shrunk schedule is rightly empty, and there is no schedule
 // left to check.
 func TestShrinkARandomSchedule(t *testing.T) {
+	tier.Full(t, "flaky: in a presubmit run the shrunk file passed on every seed it was run again with")
 	catalogue, err := scaler.Catalogue()
 	require.NoError(t, err)
 	b := slices.IndexFunc(catalogue, func(s *scenarios.Scenario) bool { return s.Name == "baseline" })
