@@ -72,7 +72,7 @@ import (
 var (
 	seeds      = flag.Int("converge.seeds", 1, "seeds per scenario and backend")
 	firstSeed  = flag.Uint64("converge.seed", 1, "the first seed")
-	backends   = flag.String("converge.backends", "fake,envtest", "backends to run on (fake alone: fake)")
+	backends   = flag.String("converge.backends", "fake,envtest", "backends to run on, of fake, envtest and cluster (fake alone: virtual time only)")
 	full       = flag.Bool("converge.full", false, "the whole matrix: every scenario on envtest and every fault profile on envtest (Options.EnvtestScenarios and FaultScenarios ignored)")
 	reportDir  = flag.String("converge.report", "", "write every result and the HTML report into this folder (failing runs are always written)")
 	runTimeout = flag.Duration("converge.run-timeout", 15*time.Minute, "wall-clock limit of one run")
