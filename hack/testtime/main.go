@@ -49,7 +49,7 @@ func run(args []string, out io.Writer) error {
 		return stamp(os.Stdin, out, time.Now)
 	}
 	if fs.NArg() == 0 {
-		return errors.New("usage: testtime [-packages N] [-tests N] FILE... | testtime -covers BEFORE AFTER...")
+		return errors.New("usage: testtime [-packages N] [-tests N] FILE... or testtime -covers BEFORE AFTER... (go test -json files)")
 	}
 	var runs []*summary
 	for _, name := range fs.Args() {
