@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help demo build test test-full ci-time lint bench fuzz assets chaos zoo explore kind-chaos kwok-cluster kwok-chaos clean
+.PHONY: help demo build test test-full ci-time lint fmt vet staticcheck bench fuzz assets chaos zoo explore kind-chaos kwok-cluster kwok-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -41,23 +41,24 @@ else
 TESTPKGS ?= $(PKGS)
 endif
 
-# with-lint runs its command with make lint beside it (the tests in real
-# time leave a core idle much of the time): the command's output streams,
-# and lint's (in bin/lint.log) follows it only when lint failed, which
-# fails the target as the command failing does.
-define with-lint
+# with-staticcheck runs its command with staticcheck beside it (the tests
+# in real time leave a core idle much of the time): the command's output
+# streams, and staticcheck's (in bin/staticcheck.log) follows it only when
+# it found something, which fails the target as the command failing does.
+define with-staticcheck
 	@mkdir -p $(BIN)/test-output
-	@$(MAKE) -s --no-print-directory lint >$(BIN)/lint.log 2>&1 & lint=$$!; \
+	@$(MAKE) -s --no-print-directory staticcheck >$(BIN)/staticcheck.log 2>&1 & lint=$$!; \
 	echo "$(1)"; $(1); status=$$?; \
-	if ! wait $$lint; then cat $(BIN)/lint.log; echo "make lint failed (above; bin/lint.log)"; exit 1; fi; \
+	if ! wait $$lint; then cat $(BIN)/staticcheck.log; echo "staticcheck failed (above; bin/staticcheck.log)"; exit 1; fi; \
 	exit $$status
 endef
 
-test: assets ## presubmit (what CI runs): vet, format check and the -short tier with the race detector, envtest and kwok runs included
-	$(call with-lint,$(GO) test -short -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
+# go test's own vet is off: vet has run on every package already.
+test: assets vet ## presubmit (what CI runs): gofmt, go vet, staticcheck and the -short tier with the race detector, envtest and kwok runs included
+	$(call with-staticcheck,$(GO) test -short -race -vet=off -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
 
-test-full: assets ## nightly: vet, format check and every test with the race detector, the full matrix of catalogue, profiles and backends in real time
-	$(call with-lint,$(GO) test -race -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
+test-full: assets vet ## nightly: gofmt, go vet, staticcheck and every test with the race detector, the full matrix of catalogue, profiles and backends in real time
+	$(call with-staticcheck,$(GO) test -race -vet=off -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
 
 ci-time: ## .ci/run in a fresh clone with cold caches, timed: phases, the slowest packages and tests (bin/ci-time)
 	hack/ci-time.sh
@@ -77,13 +78,28 @@ assets: ## build kube-apiserver, kube-controller-manager, kube-scheduler and etc
 	@hack/assets.sh
 	@hack/kwok.sh >/dev/null
 
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(BIN)/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-lint: ## gofmt, go vet and staticcheck
+# Lint builds as the tests do, with the race detector: go vet -race
+# compiles every package the way go test -race needs it, and staticcheck
+# reads the same compiled packages (GOFLAGS reaches the go list it runs),
+# so the tree is compiled once rather than once for the tests and once
+# for lint (on 2 cores from a cold cache: 8 min rather than 13).
+lint: vet staticcheck ## gofmt, go vet and staticcheck
+
+fmt:
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) run $(STATICCHECK) $(PKGS)
+
+vet: fmt
+	$(GO) vet -race $(PKGS)
+
+staticcheck: $(STATICCHECK)
+	GOFLAGS="$$GOFLAGS -race" $(STATICCHECK) $(PKGS)
+
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 bench: build assets ## benchmarks, then simulated-to-wall ratios: the fake catalogue over 3 seeds one run at a time, an idle hour, scale-10k, 2,000 Deployments on envtest (figures in README.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)

@@ -67,11 +67,18 @@ fi
 
 echo "ci-time: ${cmd[*]} in a fresh clone of $(git -C "$root" rev-parse --short HEAD) (${warm:-cold caches}); log in $out/log.txt"
 start=$(date +%s)
+# vmstat's CPU columns every 10 s: how busy the cores were, phase by phase.
+vmstat=""
+if command -v vmstat >/dev/null; then
+	vmstat -n 10 >"$out/vmstat.txt" &
+	vmstat=$!
+fi
 set +e
 (cd "$work/converge" && env "${env[@]}" "${cmd[@]}" </dev/null 2>&1) | "$work/testtime" -stamp >"$out/log.txt"
 status=${PIPESTATUS[0]}
 set -e
 end=$(date +%s)
+[[ -n "$vmstat" ]] && kill "$vmstat" 2>/dev/null
 
 sed -n 's/^ *[0-9]* \({.*\)$/\1/p' "$out/log.txt" >"$out/test.json"
 {
@@ -80,10 +87,13 @@ sed -n 's/^ *[0-9]* \({.*\)$/\1/p' "$out/log.txt" >"$out/test.json"
 	# Phases: when each began, from the log's own lines.
 	first() { awk -v pat="$1" '$0 ~ pat {print $1; exit}' "$out/log.txt"; }
 	for phase in "building kube-apiserver:building kube-apiserver" "kwok:building kwok" "go vet:go vet" \
-		"staticcheck:run honnef.co" "go test:go test " "first test event:[{]\"Time\""; do
+		"go test:go test " "first test event:[{]\"Time\""; do
 		at="$(first "${phase#*:}")"
 		[[ -n "$at" ]] && printf '  %-18s began at %dm%02ds\n' "${phase%%:*}" $((at / 60)) $((at % 60))
 	done
+	if [[ -s "$out/vmstat.txt" ]]; then
+		awk 'NR > 2 {n++; busy += 100 - $15} END {if (n) printf "  CPU busy %.0f%% on average (vmstat every 10 s: %s)\n", busy / n, FILENAME}' "$out/vmstat.txt"
+	fi
 	echo
 	if [[ -s "$out/test.json" ]]; then
 		"$work/testtime" "$out/test.json"
