@@ -18,7 +18,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/sim/simtest"
 )
+
+// TestMain: the scenario tests, the CLI and the users' tests these tests
+// build are built as this binary is (with -race under make test), from
+// the packages go test has compiled already.
+func TestMain(m *testing.M) {
+	simtest.BuildAsThisBinary()
+	os.Exit(m.Run())
+}
 
 func TestSeedList(t *testing.T) {
 	for in, want := range map[string][]uint64{

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,9 +20,25 @@ import (
 	"github.com/converge-lab/converge/sim/kwok"
 )
 
+// BuildAsThisBinary makes the go commands a test binary starts (go build,
+// go test -c, and converge's own builds of a user's tests) build the way
+// this binary was built: with the race detector when it has it, through
+// GOFLAGS, which they inherit. They then reuse the packages go test has
+// just compiled rather than compile the tree once more without it (on a
+// cold cache and 2 cores, some minutes). Call it from TestMain, before
+// the tests run.
+func BuildAsThisBinary() {
+	flags := os.Getenv("GOFLAGS")
+	if raceEnabled && !slices.Contains(strings.Fields(flags), "-race") {
+		os.Setenv("GOFLAGS", strings.TrimSpace(flags+" -race"))
+	}
+}
+
 // Main runs a test binary's tests and stops the shared control planes after
-// them: call it from TestMain as os.Exit(simtest.Main(m)).
+// them: call it from TestMain as os.Exit(simtest.Main(m)). The go commands
+// the tests start build as this binary was built (BuildAsThisBinary).
 func Main(m *testing.M) int {
+	BuildAsThisBinary()
 	code := m.Run()
 	if err := errors.Join(envtest.StopShared(), stopKwok()); err != nil {
 		fmt.Fprintln(os.Stderr, err)

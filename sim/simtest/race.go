@@ -1,0 +1,5 @@
+//go:build race
+
+package simtest
+
+const raceEnabled = true
