@@ -54,7 +54,11 @@ type Result struct {
 	Pass bool `json:"pass"`
 	// Reasons say why the run failed, one per broken invariant, missed goal
 	// or exceeded budget; empty when it passed.
-	Reasons    []string    `json:"reasons,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+	// Findings are what the run was found to do wrong, as data: Reasons
+	// are their sentences. A fault that never fired is one that does not
+	// fail the run.
+	Findings   []Finding   `json:"findings,omitempty"`
 	Violations []Violation `json:"violations,omitempty"`
 	// Invariants the run checked; those with no violation held.
 	Invariants []string `json:"invariants,omitempty"`

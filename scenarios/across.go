@@ -89,10 +89,10 @@ func (o *observer) judgeAcross(rv string, now time.Time) {
 			switch {
 			case errors.Is(err, expect.ErrMissing):
 			case err != nil:
-				o.r.hist.violate(InvRuleError, now, u.GetName(), "", fmt.Sprintf("invariant %s on %s %s: %v", inv.Name, inv.Select.Kind, u.GetName(), err))
+				o.r.hist.find(finding(InvRuleError, now, objectSubject(u), nil, fmt.Sprintf("invariant %s on %s %s: %v", inv.Name, inv.Select.Kind, u.GetName(), err)))
 			case !held:
-				o.r.hist.violate(inv.Name, now, u.GetName(), "", fmt.Sprintf("%s %s at resourceVersion %s, with the objects of %v as they were then: %s is false",
-					inv.Select.Kind, u.GetName(), rv, slices.Compact(slices.Sorted(slices.Values(o.across))), inv.Rule))
+				o.r.hist.find(finding(inv.Name, now, objectSubject(u), nil, fmt.Sprintf("%s %s at resourceVersion %s, with the objects of %v as they were then: %s is false",
+					inv.Select.Kind, u.GetName(), rv, slices.Compact(slices.Sorted(slices.Values(o.across))), inv.Rule)))
 			}
 		}
 	}

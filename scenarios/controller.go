@@ -100,6 +100,10 @@ type View struct {
 	Client    kubernetes.Interface
 	Dynamic   dynamic.Interface
 	Namespace string
+	// Find records a finding: a broken invariant with what it is about,
+	// when, and the request or fault firing it follows. Only a check's
+	// first finding counts.
+	Find func(reports.Finding)
 	// Violate records a broken invariant: when, the object, the request
 	// that broke it ("" for an observed change) and what happened.
 	Violate func(invariant string, at time.Time, object, request, detail string)

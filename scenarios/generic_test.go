@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,6 +203,39 @@ func TestBugsBreakWhatTheScenarioSays(t *testing.T) {
 		require.NotEmpty(t, res.Reasons)
 		assert.Contains(t, res.Reasons[len(res.Reasons)-1], "goal.objects[0]: Widget w-0")
 	})
+}
+
+// Each finding is data: the check, its kind, the object, the instant and
+// the request it follows; the reasons are only their sentences.
+func TestFindingsAreData(t *testing.T) {
+	for bug, want := range map[widgetBug]reports.Finding{
+		overcount:     {Check: "ready-within-replicas", Kind: reports.KindInvariant, Subject: reports.Subject{Kind: "Widget"}},
+		writesSpec:    {Check: scenarios.InvWritesAllowed, Kind: reports.KindWriteRule, Subject: reports.Subject{Resource: "widgets"}},
+		deletesConfig: {Check: scenarios.InvNoForbidden, Kind: reports.KindForbidden, Subject: reports.Subject{Resource: "configmaps"}},
+		noStatus:      {Check: scenarios.CheckGoal, Kind: reports.KindGoal},
+	} {
+		t.Run(string(bug), func(t *testing.T) {
+			res := runWidgets(t, scenarios.Fake, bug)
+			assert.Equal(t, reports.Sentences(res.Findings, res.Started), res.Reasons)
+			i := slices.IndexFunc(res.Findings, func(f reports.Finding) bool { return f.Check == want.Check })
+			require.GreaterOrEqual(t, i, 0, "no finding of %s in %v", want.Check, res.Reasons)
+			f := res.Findings[i]
+			assert.Equal(t, want.Kind, f.Kind)
+			assert.False(t, f.At.Before(res.Started), "at %v, before the run's start %v", f.At, res.Started)
+			if want.Kind == reports.KindGoal {
+				assert.Equal(t, res.Deadline, f.Within)
+				return
+			}
+			assert.Equal(t, want.Subject.Kind, f.Subject.Kind)
+			assert.Equal(t, want.Subject.Resource, f.Subject.Resource)
+			assert.True(t, strings.HasPrefix(f.Subject.Name, "w-"), "subject %+v", f.Subject)
+			if want.Subject.Resource != "" {
+				require.NotNil(t, f.Request, "a finding about a request names it")
+				assert.Equal(t, f.Subject.Name, f.Request.Name)
+				assert.Contains(t, res.History.Requests, *f.Request, "the request is one of the history's")
+			}
+		})
+	}
 }
 
 // The forbidden request is named with its verb, resource and namespace,

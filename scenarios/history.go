@@ -13,7 +13,7 @@ import (
 type history struct {
 	mu         sync.Mutex
 	h          reports.History
-	violations []reports.Violation
+	findings   []reports.Finding // the first of each check, as found
 	broken     map[string]bool
 	writes     map[string]int // successful writes of the controller per object (resource/name)
 	series     map[seriesKey]int
@@ -102,29 +102,32 @@ func (h *history) note(at time.Time, what string) {
 	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: what})
 }
 
-// violate records the first breach of an invariant; later ones of the same
-// invariant only count in the log.
+// find records the first finding of a check; later ones of the same check
+// only count in the log.
 //
-// It does not touch: the goal does not read violations, and a panic's
+// It does not touch: the goal does not read findings, and a panic's
 // handler calls it from whatever goroutine panicked, maybe in another
 // run's synctest bubble, where a send on this run's wake channel is fatal.
-func (h *history) violate(invariant string, at time.Time, object, request, detail string) {
+func (h *history) find(f reports.Finding) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.broken[invariant] {
-		return
-	}
-	h.broken[invariant] = true
-	h.violations = append(h.violations, reports.Violation{Invariant: invariant, At: at, Object: object, Request: request, Detail: detail})
-	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: "invariant " + invariant + " broken: " + detail})
+	h.findLocked(f)
 }
 
-// violateLocked is violate for a caller that holds h.mu.
-func (h *history) violateLocked(invariant string, at time.Time, object, request, detail string) {
-	if h.broken[invariant] {
+// violate is find for a judge's breach of an invariant, given as strings
+// (View.Violate): object is the name of what it is about.
+func (h *history) violate(invariant string, at time.Time, object, request, detail string) {
+	f := finding(invariant, at, reports.Subject{Name: object}, nil, detail)
+	f.RequestText = request
+	h.find(f)
+}
+
+// findLocked is find for a caller that holds h.mu.
+func (h *history) findLocked(f reports.Finding) {
+	if h.broken[f.Check] {
 		return
 	}
-	h.broken[invariant] = true
-	h.violations = append(h.violations, reports.Violation{Invariant: invariant, At: at, Object: object, Request: request, Detail: detail})
-	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: "invariant " + invariant + " broken: " + detail})
+	h.broken[f.Check] = true
+	h.findings = append(h.findings, f)
+	h.h.Log = append(h.h.Log, reports.Entry{At: f.At, What: "invariant " + f.Check + " broken: " + f.Detail})
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/converge-lab/converge/reports"
 )
 
 // A panic in one run's controller is judged in every active run (see
@@ -16,5 +18,6 @@ func TestViolationFromOutsideTheBubble(t *testing.T) {
 	var h *history
 	synctest.Test(t, func(t *testing.T) { h = newHistory() })
 	h.violate(InvNoPanic, time.Now(), "", "", "a goroutine of another run panicked")
-	assert.Len(t, h.violations, 1)
+	assert.Len(t, h.findings, 1)
+	assert.Equal(t, reports.KindPanic, h.findings[0].Kind)
 }

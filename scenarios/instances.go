@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/converge-lab/converge/reports"
 	"maps"
 	"os"
 	"path/filepath"
@@ -94,13 +95,13 @@ func (r *run) startInstance(ctx context.Context) error {
 		defer close(inst.done)
 		defer func() {
 			if p := recover(); p != nil {
-				r.hist.violate(InvNoPanic, time.Now(), "", "", fmt.Sprintf("instance %d panicked: %v", idx, p))
+				r.hist.find(finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d panicked: %v", idx, p)))
 			}
 		}()
 		err := runner.Run(instCtx)
 		switch {
 		case errors.Is(err, errUncleanExit):
-			r.hist.violate(InvCleanShutdown, time.Now(), "", "", fmt.Sprintf("instance %d %v", idx, err))
+			r.hist.find(finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d %v", idx, err)))
 		case err != nil && !errors.Is(err, context.Canceled):
 			r.hist.log(time.Now(), fmt.Sprintf("instance %d ended: %v", idx, err))
 		}
@@ -209,7 +210,7 @@ func (r *run) stopInstances() {
 		select {
 		case <-in.done:
 		case <-time.After(stopGrace):
-			r.hist.violate(InvCleanShutdown, time.Now(), "", "", fmt.Sprintf("instance %d did not return within %v of its context ending", in.index, stopGrace))
+			r.hist.find(finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d did not return within %v of its context ending", in.index, stopGrace)))
 			r.hist.log(time.Now(), "goroutines at that instant:\n"+goroutines())
 		}
 	}

@@ -226,9 +226,9 @@ func (o *observer) changed(k *kindInfo, typ string, obj any) {
 		case errors.Is(err, expect.ErrMissing):
 			// A field not there yet: the rule says nothing of this version.
 		case err != nil:
-			o.r.hist.violate(InvRuleError, now, u.GetName(), "", fmt.Sprintf("invariant %s on %s %s: %v", inv.Name, k.gvk.Kind, u.GetName(), err))
+			o.r.hist.find(finding(InvRuleError, now, objectSubject(u), nil, fmt.Sprintf("invariant %s on %s %s: %v", inv.Name, k.gvk.Kind, u.GetName(), err)))
 		case !held:
-			o.r.hist.violate(inv.Name, now, u.GetName(), "", fmt.Sprintf("%s %s (resourceVersion %s): %s is false", k.gvk.Kind, u.GetName(), u.GetResourceVersion(), inv.Rule))
+			o.r.hist.find(finding(inv.Name, now, objectSubject(u), nil, fmt.Sprintf("%s %s (resourceVersion %s): %s is false", k.gvk.Kind, u.GetName(), u.GetResourceVersion(), inv.Rule)))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"github.com/converge-lab/converge/reports"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -34,7 +35,7 @@ func watchPanics(h *history) (stop func()) {
 			panics.mu.Lock()
 			defer panics.mu.Unlock()
 			for h := range panics.active {
-				h.violate(InvNoPanic, time.Now(), "", "", fmt.Sprintf("a controller goroutine panicked: %v\n%s", p, stack))
+				h.find(finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("a controller goroutine panicked: %v\n%s", p, stack)))
 			}
 		})
 	})

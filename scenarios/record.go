@@ -43,6 +43,46 @@ const (
 // BuiltinInvariants are the invariants judged for any controller.
 var BuiltinInvariants = []string{InvNoPanic, InvCleanShutdown, InvSingleWriter, InvNoHotLoop, InvNoForbidden, InvWritesAllowed, InvRuleError}
 
+// The checks that are not invariants, as findings name them.
+const (
+	CheckGoal             = "goal"
+	CheckBudgetWrites     = "budget.writes-per-object"
+	CheckBudgetReconciles = "budget.reconciles"
+	CheckBudgetRequests   = "budget.requests"
+	CheckHarness          = "harness"
+)
+
+// finding is a breach of the named check at at: its kind follows from the
+// check (a built-in invariant's is its own; a scenario's is an invariant).
+func finding(check string, at time.Time, subject reports.Subject, q *reports.Request, detail string) reports.Finding {
+	kind := reports.KindInvariant
+	switch check {
+	case InvWritesAllowed:
+		kind = reports.KindWriteRule
+	case InvNoForbidden:
+		kind = reports.KindForbidden
+	case InvCleanShutdown:
+		kind = reports.KindLeak
+	case InvNoPanic:
+		kind = reports.KindPanic
+	}
+	if q != nil {
+		q = new(*q)
+	}
+	return reports.Finding{Check: check, Kind: kind, Subject: subject, At: at, Request: q, Detail: detail}
+}
+
+// objectSubject is the object u.
+func objectSubject(u *unstructured.Unstructured) reports.Subject {
+	gvk := u.GroupVersionKind()
+	return reports.Subject{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
+}
+
+// requestSubject is the object a request names.
+func requestSubject(q reports.Request) reports.Subject {
+	return reports.Subject{Resource: q.Resource, Namespace: q.Namespace, Name: q.Name}
+}
+
 // recordFake puts a recorder in front of a fake clientset's chains (and so
 // in front of the chaos injector): it sees every request as the controller
 // does, injected answers included.
@@ -275,7 +315,7 @@ func (r *run) checkWriter(q reports.Request) {
 	alive := had && prev != q.Instance && other != nil && !other.ended
 	r.mu.Unlock()
 	if alive {
-		r.hist.violate(InvSingleWriter, q.At, q.Name, q.String(), fmt.Sprintf("instance %d wrote %s while instance %d, which wrote before it, was still running", q.Instance, q.Name, prev))
+		r.hist.find(finding(InvSingleWriter, q.At, requestSubject(q), &q, fmt.Sprintf("instance %d wrote %s while instance %d, which wrote before it, was still running", q.Instance, q.Name, prev)))
 	}
 }
 
@@ -320,7 +360,8 @@ func (r *run) checkWriteRules(w Write) {
 	if w.Name != "" {
 		what += "/" + w.Name
 	}
-	r.hist.violate(InvWritesAllowed, w.At, w.Name, w.String(), fmt.Sprintf("the controller's %s of %s: %s", w.Verb, what, why))
+	subj := reports.Subject{Group: w.GVR.Group, Resource: w.GVR.Resource, Namespace: w.Namespace, Name: w.Name}
+	r.hist.find(finding(InvWritesAllowed, w.At, subj, &w.Request, fmt.Sprintf("the controller's %s of %s: %s", w.Verb, what, why)))
 }
 
 // disallowed is the first of paths that fields do not allow, or "".

@@ -113,7 +113,8 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		}
 		if res.Error != "" {
 			res.Pass = false
-			res.Reasons = append(res.Reasons, "the run could not be carried out: "+firstLine(res.Error))
+			res.Findings = append(res.Findings, reports.Finding{Check: CheckHarness, Kind: reports.KindHarness, Detail: res.Error})
+			res.Reasons = reports.Sentences(res.Findings, res.Started)
 		}
 		res.Wall = reports.Duration(time.Since(wallStart))
 	}()
@@ -233,7 +234,7 @@ func (r *run) pace(at time.Time) {
 	r.paceMu.Unlock()
 	r.checkLimit()
 	if tripped {
-		r.hist.violate(InvNoHotLoop, at, "", "", fmt.Sprintf("%d requests without the clock moving: the controller spins", r.hotLoopN))
+		r.hist.find(finding(InvNoHotLoop, at, reports.Subject{}, nil, fmt.Sprintf("%d requests without the clock moving: the controller spins", r.hotLoopN)))
 		if r.abort != nil {
 			r.aborted.Store(true)
 			r.abort()
@@ -486,7 +487,7 @@ func (r *run) startWorld(ctx context.Context) (func(), error) {
 // view is what the controller's judge observes the run through.
 func (r *run) view() View {
 	return View{Client: r.env.Observer, Dynamic: r.kube.dynamic, Namespace: r.env.Namespace,
-		Violate: r.hist.violate, Event: r.hist.event, State: r.hist.state, Log: r.hist.log}
+		Find: r.hist.find, Violate: r.hist.violate, Event: r.hist.event, State: r.hist.state, Log: r.hist.log}
 }
 
 func (r *run) backend() (sim.Backend, error) {

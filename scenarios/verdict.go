@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -29,12 +28,13 @@ func (r *run) verdict() {
 	if r.opts.EndState && r.obs != nil {
 		res.History.End = r.obs.end()
 	}
-	res.Violations = slices.DeleteFunc(slices.Clone(h.violations), func(v reports.Violation) bool {
-		return slices.Contains(r.s.Allow, v.Invariant)
+	found := slices.DeleteFunc(slices.Clone(h.findings), func(f reports.Finding) bool {
+		return slices.Contains(r.s.Allow, f.Check)
 	})
-	sort.Slice(res.Violations, func(i, j int) bool { return res.Violations[i].At.Before(res.Violations[j].At) })
-	for _, v := range res.Violations {
-		res.Reasons = append(res.Reasons, fmt.Sprintf("invariant %s broken at %v: %s", v.Invariant, v.At.Sub(r.start).Round(time.Millisecond), v.Detail))
+	slices.SortStableFunc(found, func(a, b reports.Finding) int { return a.At.Compare(b.At) })
+	res.Findings = append(res.Findings, found...)
+	for _, f := range found {
+		res.Violations = append(res.Violations, f.Violation())
 	}
 	c := reports.Counters{RequestsByVerb: map[string]int{}, RequestsByCode: map[string]int{}, Writes: map[string]int{}, Needed: map[string]int{},
 		Reconciles: -1, Retries: -1, Faults: len(h.h.Faults), Instances: r.nextIndex, GoalEvaluations: r.evaluations}
@@ -63,12 +63,14 @@ func (r *run) verdict() {
 	if b.WritesPerObject > 0 {
 		for _, obj := range sortedKeys(c.Writes) {
 			if w := c.Writes[obj]; w > b.WritesPerObject {
-				res.Reasons = append(res.Reasons, fmt.Sprintf("budget: %d writes of %s, budget %d", w, obj, b.WritesPerObject))
+				resource, name, _ := strings.Cut(obj, "/")
+				res.Findings = append(res.Findings, reports.Finding{Check: CheckBudgetWrites, Kind: reports.KindBudget,
+					Subject: reports.Subject{Resource: resource, Namespace: r.env.Namespace, Name: name}, Count: w, Limit: b.WritesPerObject})
 			}
 		}
 	}
 	if b.Reconciles > 0 && c.Reconciles > b.Reconciles {
-		res.Reasons = append(res.Reasons, fmt.Sprintf("budget: %d reconciles, budget %d", c.Reconciles, b.Reconciles))
+		res.Findings = append(res.Findings, reports.Finding{Check: CheckBudgetReconciles, Kind: reports.KindBudget, Count: int(c.Reconciles), Limit: int(b.Reconciles)})
 	}
 	for _, key := range sortedKeys(b.Requests) {
 		verb, resource, _ := strings.Cut(key, " ")
@@ -79,9 +81,10 @@ func (r *run) verdict() {
 			}
 		}
 		if n > b.Requests[key] {
-			res.Reasons = append(res.Reasons, fmt.Sprintf("budget: %d %s requests, budget %d", n, key, b.Requests[key]))
+			res.Findings = append(res.Findings, reports.Finding{Check: CheckBudgetRequests, Kind: reports.KindBudget, Key: key, Count: n, Limit: b.Requests[key]})
 		}
 	}
+	res.Reasons = reports.Sentences(res.Findings, r.start)
 	res.Pass = len(res.Reasons) == 0 && res.Converged
 	if r.identity().IsZero() {
 		res.Notes = append(res.Notes, "the controller ran with full rights: it declares no RBAC (implement scenarios.Identified), so a request a real cluster would refuse went through")
@@ -184,5 +187,5 @@ func (r *run) checkForbidden() {
 	if first.Error != "" {
 		detail += ": " + firstLine(first.Error)
 	}
-	r.hist.violateLocked(InvNoForbidden, first.At, first.Name, first.String(), detail)
+	r.hist.findLocked(finding(InvNoForbidden, first.At, requestSubject(*first), first, detail))
 }

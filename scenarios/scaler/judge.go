@@ -163,10 +163,10 @@ func (o *judge) deployment(typ string, obj any) {
 	o.mu.Unlock()
 	if typ != "DELETED" && d.Labels[controller.LabelEnabled] == controller.ValueEnabled {
 		if m := maxOf(d); desired(d) > m {
-			o.v.Violate(InvReplicasWithinMax, now, d.Name, "", fmt.Sprintf("%s has %d replicas, above its max %d", d.Name, desired(d), m))
+			o.breach(InvReplicasWithinMax, now, d.Name, nil, fmt.Sprintf("%s has %d replicas, above its max %d", d.Name, desired(d), m))
 		}
 		if prev != nil && desired(d) < desired(prev) {
-			o.v.Violate(InvNeverScalesDown, now, d.Name, "", fmt.Sprintf("%s went from %d to %d replicas", d.Name, desired(prev), desired(d)))
+			o.breach(InvNeverScalesDown, now, d.Name, nil, fmt.Sprintf("%s went from %d to %d replicas", d.Name, desired(prev), desired(d)))
 		}
 	}
 	o.update(d.Name, now)
@@ -311,11 +311,22 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// breach records a broken invariant of the scaler's about the Deployment
+// name, after the request q where there is one.
+func (o *judge) breach(invariant string, at time.Time, name string, q *reports.Request, detail string) {
+	f := reports.Finding{Check: invariant, Kind: reports.KindInvariant, At: at, Detail: detail,
+		Subject: reports.Subject{Group: "apps", Resource: "deployments", Namespace: o.v.Namespace, Name: name}}
+	if q != nil {
+		f.Request = new(*q)
+	}
+	o.v.Find(f)
+}
+
 // checkPatch judges a successful patch of a Deployment by the controller.
 func (o *judge) checkPatch(q reports.Request, pt types.PatchType, patch []byte) {
 	var doc any
 	if err := json.Unmarshal(patch, &doc); err != nil {
-		o.v.Violate(InvWritesOnlyReplica, q.At, q.Name, q.String(), "a patch that is not JSON: "+string(patch))
+		o.breach(InvWritesOnlyReplica, q.At, q.Name, &q, "a patch that is not JSON: "+string(patch))
 		return
 	}
 	var paths []string
@@ -348,7 +359,7 @@ func (o *judge) checkPatch(q reports.Request, pt types.PatchType, patch []byte) 
 	}
 	for _, path := range paths {
 		if !allowedPath(path) {
-			o.v.Violate(InvWritesOnlyReplica, q.At, q.Name, q.String(), fmt.Sprintf("the controller's %s patch of %s sets %s", pt, q.Name, path))
+			o.breach(InvWritesOnlyReplica, q.At, q.Name, &q, fmt.Sprintf("the controller's %s patch of %s sets %s", pt, q.Name, path))
 		}
 	}
 	base, ok := o.version(q.Name, rv)
@@ -381,9 +392,9 @@ func (o *judge) checkUpdate(q reports.Request, d *appsv1.Deployment) {
 	}
 	switch {
 	case !apiequality.Semantic.DeepEqual(a.Spec, b.Spec):
-		o.v.Violate(InvWritesOnlyReplica, q.At, q.Name, q.String(), "the controller's update of "+q.Name+" changes its spec beyond replicas")
+		o.breach(InvWritesOnlyReplica, q.At, q.Name, &q, "the controller's update of "+q.Name+" changes its spec beyond replicas")
 	case !apiequality.Semantic.DeepEqual(a.Labels, b.Labels) || !equalMaps(a.Annotations, b.Annotations):
-		o.v.Violate(InvWritesOnlyReplica, q.At, q.Name, q.String(), "the controller's update of "+q.Name+" changes labels or annotations not its own")
+		o.breach(InvWritesOnlyReplica, q.At, q.Name, &q, "the controller's update of "+q.Name+" changes labels or annotations not its own")
 	}
 	o.checkBase(q, base, replicas)
 }
@@ -404,7 +415,7 @@ func equalMaps(a, b map[string]string) bool {
 // neither lower than before nor above the max.
 func (o *judge) checkBase(q reports.Request, base *appsv1.Deployment, replicas *int64) {
 	if base.Labels[controller.LabelEnabled] != controller.ValueEnabled {
-		o.v.Violate(InvOnlyLabelled, q.At, q.Name, q.String(), "the controller wrote "+q.Name+", which does not carry "+controller.LabelEnabled+"="+controller.ValueEnabled)
+		o.breach(InvOnlyLabelled, q.At, q.Name, &q, "the controller wrote "+q.Name+", which does not carry "+controller.LabelEnabled+"="+controller.ValueEnabled)
 	}
 	if replicas == nil {
 		return
@@ -414,10 +425,10 @@ func (o *judge) checkBase(q reports.Request, base *appsv1.Deployment, replicas *
 		before = int64(*base.Spec.Replicas)
 	}
 	if *replicas < before {
-		o.v.Violate(InvNeverScalesDown, q.At, q.Name, q.String(), fmt.Sprintf("the controller lowered %s from %d to %d replicas", q.Name, before, *replicas))
+		o.breach(InvNeverScalesDown, q.At, q.Name, &q, fmt.Sprintf("the controller lowered %s from %d to %d replicas", q.Name, before, *replicas))
 	}
 	if m := maxOf(base); int64(m) < *replicas {
-		o.v.Violate(InvReplicasWithinMax, q.At, q.Name, q.String(), fmt.Sprintf("the controller set %s to %d replicas, above its max %d", q.Name, *replicas, m))
+		o.breach(InvReplicasWithinMax, q.At, q.Name, &q, fmt.Sprintf("the controller set %s to %d replicas, above its max %d", q.Name, *replicas, m))
 	}
 }
 

@@ -191,8 +191,12 @@ func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *repor
 	if leaked != nil && res.Error == "" {
 		res.Pass = false
 		detail := fmt.Sprintf("goroutines of the controller outlived the run: %v", leaked)
-		res.Violations = append(res.Violations, reports.Violation{Invariant: scenarios.InvCleanShutdown, At: res.Started.Add(time.Duration(res.Simulated)), Detail: detail})
-		res.Reasons = append(res.Reasons, "invariant clean-shutdown broken at the end of the run: "+detail)
+		f := reports.Finding{Check: scenarios.InvCleanShutdown, Kind: reports.KindLeak, Detail: detail}
+		res.Findings = append(res.Findings, f)
+		v := f.Violation()
+		v.At = res.Started.Add(time.Duration(res.Simulated))
+		res.Violations = append(res.Violations, v)
+		res.Reasons = reports.Sentences(res.Findings, res.Started)
 	}
 	res.Wall = reports.Duration(time.Since(began)) // the bubble's clock is virtual
 	return res
