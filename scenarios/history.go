@@ -11,12 +11,12 @@ import (
 
 // history records a run as it happens. It is the chaos plans' Recorder.
 type history struct {
-	mu         sync.Mutex
-	h          reports.History
-	findings   []reports.Finding // the first of each check, as found
-	broken     map[string]bool
-	writes     map[string]int // successful writes of the controller per object (resource/name)
-	series     map[seriesKey]int
+	mu       sync.Mutex
+	h        reports.History
+	findings []reports.Finding // the first of each check, as found
+	broken   map[string]bool
+	writes   map[string]int // successful writes of the controller per object (resource/name)
+	series   map[seriesKey]int
 
 	// changes counts what happened that can move the goal: requests,
 	// watch events, states, firings, log lines of the instances' life.
