@@ -35,6 +35,15 @@ const (
 	KindHarness Kind = "harness-error"
 )
 
+// The checks that are not invariants, as findings name them.
+const (
+	CheckGoal             = "goal"
+	CheckBudgetWrites     = "budget.writes-per-object"
+	CheckBudgetReconciles = "budget.reconciles"
+	CheckBudgetRequests   = "budget.requests"
+	CheckHarness          = "harness"
+)
+
 // Subject is the object a finding is about. Empty fields are unknown or
 // do not apply (Namespace for a cluster-scoped object).
 type Subject struct {
@@ -113,9 +122,9 @@ func (f Finding) Sentence(start time.Time) string {
 		return fmt.Sprintf("did not converge within %v: %s", time.Duration(f.Within), f.Detail)
 	case KindBudget:
 		switch f.Check {
-		case "budget.writes-per-object":
+		case CheckBudgetWrites:
 			return fmt.Sprintf("budget: %d writes of %s, budget %d", f.Count, f.Subject, f.Limit)
-		case "budget.reconciles":
+		case CheckBudgetReconciles:
 			return fmt.Sprintf("budget: %d reconciles, budget %d", f.Count, f.Limit)
 		default:
 			return fmt.Sprintf("budget: %d %s requests, budget %d", f.Count, f.Key, f.Limit)

@@ -212,7 +212,7 @@ func TestFindingsAreData(t *testing.T) {
 		overcount:     {Check: "ready-within-replicas", Kind: reports.KindInvariant, Subject: reports.Subject{Kind: "Widget"}},
 		writesSpec:    {Check: scenarios.InvWritesAllowed, Kind: reports.KindWriteRule, Subject: reports.Subject{Resource: "widgets"}},
 		deletesConfig: {Check: scenarios.InvNoForbidden, Kind: reports.KindForbidden, Subject: reports.Subject{Resource: "configmaps"}},
-		noStatus:      {Check: scenarios.CheckGoal, Kind: reports.KindGoal},
+		noStatus:      {Check: reports.CheckGoal, Kind: reports.KindGoal},
 	} {
 		t.Run(string(bug), func(t *testing.T) {
 			res := runWidgets(t, scenarios.Fake, bug)

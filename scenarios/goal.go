@@ -111,7 +111,7 @@ func (r *run) watchGoal(ctx context.Context) {
 			why = fmt.Sprintf("the goal held from %v on, short of the %v settle window", holding.Sub(r.start), settle)
 		}
 		if !now.Before(deadline) {
-			r.res.Findings = append(r.res.Findings, reports.Finding{Check: CheckGoal, Kind: reports.KindGoal, At: now, Within: reports.Duration(r.s.Timing.Deadline), Detail: why})
+			r.res.Findings = append(r.res.Findings, reports.Finding{Check: reports.CheckGoal, Kind: reports.KindGoal, At: now, Within: reports.Duration(r.s.Timing.Deadline), Detail: why})
 			return
 		}
 	}

@@ -43,15 +43,6 @@ const (
 // BuiltinInvariants are the invariants judged for any controller.
 var BuiltinInvariants = []string{InvNoPanic, InvCleanShutdown, InvSingleWriter, InvNoHotLoop, InvNoForbidden, InvWritesAllowed, InvRuleError}
 
-// The checks that are not invariants, as findings name them.
-const (
-	CheckGoal             = "goal"
-	CheckBudgetWrites     = "budget.writes-per-object"
-	CheckBudgetReconciles = "budget.reconciles"
-	CheckBudgetRequests   = "budget.requests"
-	CheckHarness          = "harness"
-)
-
 // finding is a breach of the named check at at: its kind follows from the
 // check (a built-in invariant's is its own; a scenario's is an invariant).
 func finding(check string, at time.Time, subject reports.Subject, q *reports.Request, detail string) reports.Finding {

@@ -113,7 +113,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		}
 		if res.Error != "" {
 			res.Pass = false
-			res.Findings = append(res.Findings, reports.Finding{Check: CheckHarness, Kind: reports.KindHarness, Detail: res.Error})
+			res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckHarness, Kind: reports.KindHarness, Detail: res.Error})
 			res.Reasons = reports.Sentences(res.Findings, res.Started)
 		}
 		res.Wall = reports.Duration(time.Since(wallStart))

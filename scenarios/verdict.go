@@ -64,13 +64,13 @@ func (r *run) verdict() {
 		for _, obj := range sortedKeys(c.Writes) {
 			if w := c.Writes[obj]; w > b.WritesPerObject {
 				resource, name, _ := strings.Cut(obj, "/")
-				res.Findings = append(res.Findings, reports.Finding{Check: CheckBudgetWrites, Kind: reports.KindBudget,
+				res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckBudgetWrites, Kind: reports.KindBudget,
 					Subject: reports.Subject{Resource: resource, Namespace: r.env.Namespace, Name: name}, Count: w, Limit: b.WritesPerObject})
 			}
 		}
 	}
 	if b.Reconciles > 0 && c.Reconciles > b.Reconciles {
-		res.Findings = append(res.Findings, reports.Finding{Check: CheckBudgetReconciles, Kind: reports.KindBudget, Count: int(c.Reconciles), Limit: int(b.Reconciles)})
+		res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckBudgetReconciles, Kind: reports.KindBudget, Count: int(c.Reconciles), Limit: int(b.Reconciles)})
 	}
 	for _, key := range sortedKeys(b.Requests) {
 		verb, resource, _ := strings.Cut(key, " ")
@@ -81,7 +81,7 @@ func (r *run) verdict() {
 			}
 		}
 		if n > b.Requests[key] {
-			res.Findings = append(res.Findings, reports.Finding{Check: CheckBudgetRequests, Kind: reports.KindBudget, Key: key, Count: n, Limit: b.Requests[key]})
+			res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckBudgetRequests, Kind: reports.KindBudget, Key: key, Count: n, Limit: b.Requests[key]})
 		}
 	}
 	res.Reasons = reports.Sentences(res.Findings, r.start)

@@ -152,3 +152,21 @@ func TestShrinkKeepsTheFailureAsReliable(t *testing.T) {
 	assert.Equal(t, 1, out.Need)
 	assert.Equal(t, uint64(3), out.Seed)
 }
+
+// The verdict's differences are read from the findings' fields: the goal
+// carries its own sentence, a budget says what it counts.
+func TestVerdictDifferencesReadFindings(t *testing.T) {
+	start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &reports.Result{Started: start, Findings: []reports.Finding{
+		{Check: reports.CheckGoal, Kind: reports.KindGoal, Within: reports.Duration(time.Minute), Detail: "web: 1 of 3 ready"},
+		{Check: "no-hot-loop", Kind: reports.KindInvariant, At: start.Add(time.Second), Subject: reports.Subject{Name: "web"}, Detail: "spins"},
+		{Check: reports.CheckBudgetRequests, Kind: reports.KindBudget, Key: "list pods", Count: 9, Limit: 3},
+		{Check: "fault 0", Kind: reports.KindUnfired, Detail: "0 (conflict)"},
+	}}
+	got := RefOutcome(r, "r.json").Differences
+	assert.Equal(t, []Difference{
+		{Oracle: OracleVerdict, Kind: "invariant", Field: "no-hot-loop", Object: "web", Detail: "spins"},
+		{Oracle: OracleVerdict, Kind: "goal", Field: "converged", Detail: "did not converge within 1m0s: web: 1 of 3 ready"},
+		{Oracle: OracleVerdict, Kind: "budget", Field: "requests", Detail: "budget: 9 list pods requests, budget 3"},
+	}, got)
+}

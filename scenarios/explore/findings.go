@@ -102,17 +102,7 @@ func RefOutcome(r *reports.Result, file string) Outcome {
 		o.Error = firstLine(r.Error)
 		return o
 	}
-	for _, v := range r.Violations {
-		o.Differences = append(o.Differences, Difference{Oracle: OracleVerdict, Kind: "invariant", Field: v.Invariant, Object: v.Object, Detail: v.Detail})
-	}
-	if !r.Converged {
-		o.Differences = append(o.Differences, Difference{Oracle: OracleVerdict, Kind: "goal", Field: "converged", Detail: reason(r, "goal", "never converged")})
-	}
-	for _, why := range r.Reasons {
-		if strings.HasPrefix(why, "budget: ") {
-			o.Differences = append(o.Differences, Difference{Oracle: OracleVerdict, Kind: "budget", Field: budgetOf(why), Detail: why})
-		}
-	}
+	o.Differences = verdictDifferences(r)
 	return o
 }
 

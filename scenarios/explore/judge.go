@@ -39,18 +39,7 @@ func (d Difference) key() string { return d.Oracle + " " + d.Kind + " " + d.Fiel
 
 // Judge compares r, a run of one of p's points, with the references.
 func (p *Plan) Judge(r *reports.Result) []Difference {
-	var out []Difference
-	for _, v := range r.Violations {
-		out = append(out, Difference{Oracle: OracleVerdict, Kind: "invariant", Field: v.Invariant, Object: v.Object, Detail: v.Detail})
-	}
-	if !r.Converged {
-		out = append(out, Difference{Oracle: OracleVerdict, Kind: "goal", Field: "converged", Detail: reason(r, "goal", "never converged")})
-	}
-	for _, why := range r.Reasons {
-		if strings.HasPrefix(why, "budget: ") {
-			out = append(out, Difference{Oracle: OracleVerdict, Kind: "budget", Field: budgetOf(why), Detail: why})
-		}
-	}
+	out := verdictDifferences(r)
 	p.learnOnce.Do(p.learn)
 	ref := p.refEnd
 	got := flatEnd(r, p.Masks)
@@ -137,25 +126,37 @@ func dedupe(ds []Difference) []Difference {
 	})
 }
 
-func reason(r *reports.Result, prefix, otherwise string) string {
-	for _, why := range r.Reasons {
-		if strings.HasPrefix(why, prefix) {
-			return why
+// verdictDifferences are r's findings as the verdict oracle's
+// differences: its broken invariants, then the goal, then its budgets.
+func verdictDifferences(r *reports.Result) []Difference {
+	var out []Difference
+	for _, f := range r.Findings {
+		switch f.Kind {
+		case reports.KindGoal, reports.KindBudget, reports.KindHarness, reports.KindUnfired:
+		default:
+			out = append(out, Difference{Oracle: OracleVerdict, Kind: "invariant", Field: f.Check, Object: f.Subject.Name, Detail: f.Detail})
 		}
 	}
-	return otherwise
+	if !r.Converged {
+		detail := "never converged"
+		if i := slices.IndexFunc(r.Findings, func(f reports.Finding) bool { return f.Kind == reports.KindGoal }); i >= 0 {
+			detail = r.Findings[i].Sentence(r.Started)
+		}
+		out = append(out, Difference{Oracle: OracleVerdict, Kind: "goal", Field: "converged", Detail: detail})
+	}
+	for _, f := range r.Findings {
+		if f.Kind == reports.KindBudget {
+			out = append(out, Difference{Oracle: OracleVerdict, Kind: "budget", Field: budgetField[f.Check], Detail: f.Sentence(r.Started)})
+		}
+	}
+	return out
 }
 
-// budgetOf is what a budget reason is about: "writes", "reconciles" or
-// the requests named.
-func budgetOf(why string) string {
-	switch {
-	case strings.Contains(why, " writes of "):
-		return "writes per object"
-	case strings.Contains(why, " reconciles"):
-		return "reconciles"
-	}
-	return "requests"
+// budgetField is what a budget finding is about.
+var budgetField = map[string]string{
+	reports.CheckBudgetWrites:     "writes per object",
+	reports.CheckBudgetReconciles: "reconciles",
+	reports.CheckBudgetRequests:   "requests",
 }
 
 // valueOf is the value of field f (indexes as [*]) in fields: all values
