@@ -20,5 +20,11 @@ func TestCatches(t *testing.T) {
 	assert.Empty(t, scenariotest.Catches(t, list, mirror.UnderTest{}))
 	caught := scenariotest.Catches(t, list, mirror.UnderTest{Bug: mirror.BugOrphanTargets})
 	require.Len(t, caught, 1)
-	assert.Regexp(t, `^mirror: invariant targets-are-owned broken at `, caught[0])
+	assert.Equal(t, "mirror", caught[0].Scenario)
+	assert.Contains(t, caught[0].Checks(), "targets-are-owned")
+	assert.Regexp(t, `^mirror: invariant targets-are-owned broken at `, caught[0].String())
+	for _, f := range caught[0].Findings {
+		assert.True(t, f.Fails(), "%+v", f)
+		assert.Contains(t, caught[0].String(), f.Sentence(caught[0].Result.Started), "every finding is named, not only the first")
+	}
 }

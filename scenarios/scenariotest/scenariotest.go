@@ -691,12 +691,39 @@ func (p *controlPlane) stop(t *testing.T) func() {
 	}
 }
 
+// Caught is a scenario that failed a controller: every finding of the run
+// that fails it, in order, and the run's result.
+type Caught struct {
+	Scenario string
+	Findings []reports.Finding
+	Result   *reports.Result
+}
+
+// Checks are the checks of c's findings, in order.
+func (c Caught) Checks() []string {
+	var out []string
+	for _, f := range c.Findings {
+		out = append(out, f.Check)
+	}
+	return out
+}
+
+// String is the scenario and every finding's sentence:
+// "mirror: invariant targets-are-owned broken at 400ms: ...; did not converge ...".
+func (c Caught) String() string {
+	why := reports.Sentences(c.Findings, c.Result.Started)
+	if len(why) == 0 {
+		why = []string{"did not converge"}
+	}
+	return c.Scenario + ": " + strings.Join(why, "; ")
+}
+
 // Catches runs each scenario of list that runs on fake, seed 1, against c
-// (a controller with a bug, say) and returns, for each run that failed,
-// the scenario's name and the first reason: what caught it.
-func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) []string {
+// (a controller with a bug, say) and returns the runs that failed, each
+// with every finding that failed it: what caught it.
+func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) []Caught {
 	t.Helper()
-	var caught []string
+	var caught []Caught
 	for _, s := range list {
 		if !s.RunsOn(scenarios.Fake) {
 			continue
@@ -709,7 +736,8 @@ func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) [
 			t.Fatalf("%s could not be run: %s", s.Name, res.Error)
 		}
 		if !res.Pass {
-			caught = append(caught, s.Name+": "+res.Reasons[0])
+			failing := slices.DeleteFunc(slices.Clone(res.Findings), func(f reports.Finding) bool { return !f.Fails() })
+			caught = append(caught, Caught{Scenario: s.Name, Findings: failing, Result: res})
 		}
 	}
 	return caught
