@@ -63,29 +63,43 @@ func (t *Table) Add(mutant string, r *reports.Result) {
 	}
 	c.Seed, c.Wall = r.Seed, time.Duration(r.Wall)
 	c.Virtual = time.Duration(r.Simulated)
-	switch {
-	case r.Error != "":
-		c.Why, c.Reason = "error", firstLine(r.Error)
-	case len(r.Violations) > 0:
-		v := r.Violations[0]
-		for _, x := range r.Violations {
-			if x.At.Before(v.At) {
-				v = x
+	// What caught it: the earliest broken invariant, else the goal, else
+	// a budget.
+	end := r.Started.Add(time.Duration(r.Simulated))
+	at := func(f reports.Finding) time.Time { // a finding of the run's end has no instant
+		if f.At.IsZero() {
+			return end
+		}
+		return f.At
+	}
+	first := func(keep func(reports.Finding) bool) (reports.Finding, bool) {
+		var out reports.Finding
+		found := false
+		for _, f := range r.Findings {
+			if keep(f) && (!found || at(f).Before(at(out))) {
+				out, found = f, true
 			}
 		}
-		c.Why, c.Reason, c.Virtual = v.Invariant, firstLine(v.Detail), v.At.Sub(r.Started)
-	case !r.Converged:
-		c.Why, c.Reason = "goal", firstReason(r)
-	default:
-		c.Why, c.Reason = "budget", strings.TrimPrefix(firstReason(r), "budget: ")
+		return out, found
 	}
-}
-
-func firstReason(r *reports.Result) string {
-	if len(r.Reasons) == 0 {
-		return ""
+	invariant := func(f reports.Finding) bool {
+		switch f.Kind {
+		case reports.KindGoal, reports.KindBudget, reports.KindHarness, reports.KindUnfired:
+			return false
+		}
+		return true
 	}
-	return firstLine(r.Reasons[0])
+	if r.Error != "" {
+		c.Why, c.Reason = "error", firstLine(r.Error)
+	} else if f, ok := first(invariant); ok {
+		c.Why, c.Reason, c.Virtual = f.Check, firstLine(f.Detail), at(f).Sub(r.Started)
+	} else if f, ok := first(func(f reports.Finding) bool { return f.Kind == reports.KindGoal }); ok {
+		c.Why, c.Reason = "goal", firstLine(f.Sentence(r.Started))
+	} else if f, ok := first(func(f reports.Finding) bool { return f.Kind == reports.KindBudget }); ok {
+		c.Why, c.Reason = "budget", strings.TrimPrefix(f.Sentence(r.Started), "budget: ")
+	} else {
+		c.Why, c.Reason = "goal", "" // not converged, with nothing said why
+	}
 }
 
 func firstLine(s string) string {
