@@ -22,13 +22,18 @@ import (
 	"github.com/converge-lab/converge/chaos"
 )
 
-// SchemaVersion is the version of the Result JSON. Read also reads v1
-// results (SchemaV1) and upgrades them; it refuses any other version.
+// SchemaVersion is the version of the Result JSON. Read also reads v2
+// and v1 results and upgrades them; it refuses any other version.
 //
-// v2 keys objects by kind and name: writes per object as resource/name,
-// and History.Series, the fields a scenario's goal and invariants name,
-// per object over time.
-const SchemaVersion = "converge.dev/result/v2"
+// v3 holds the verdict as data: Findings, each with its check, kind,
+// object, instant and the request it follows; Reasons are their
+// sentences.
+const SchemaVersion = "converge.dev/result/v3"
+
+// SchemaV2 keyed objects by kind and name (writes per object as
+// resource/name) and added History.Series; its verdict was its reasons
+// and violations.
+const SchemaV2 = "converge.dev/result/v2"
 
 // SchemaV1 is the scaler-only schema before v2: writes were keyed by
 // Deployment name, and there were no series.
@@ -360,12 +365,45 @@ func Read(path string) (*Result, error) {
 	}
 	switch r.Schema {
 	case SchemaVersion:
+	case SchemaV2:
+		upgradeV2(&r)
 	case SchemaV1:
 		upgradeV1(&r)
+		upgradeV2(&r)
 	default:
-		return nil, fmt.Errorf("reports: %s: schema %q, this converge reads %q and %q", path, r.Schema, SchemaVersion, SchemaV1)
+		return nil, fmt.Errorf("reports: %s: schema %q, this converge reads %q (and upgrades %q and %q): a newer converge wrote it, or it is no result",
+			path, r.Schema, SchemaVersion, SchemaV2, SchemaV1)
 	}
 	return &r, nil
+}
+
+// upgradeV2 reads a v2 result as v3: its findings are made from what it
+// held as data, its violations, whether it converged and its error. Its
+// budgets were only words, and stay in its reasons, which are kept as
+// they were written.
+func upgradeV2(r *Result) {
+	for _, v := range r.Violations {
+		kind := KindInvariant
+		switch v.Invariant { // the built-in invariants of v2 with kinds of their own
+		case "writes-allowed":
+			kind = KindWriteRule
+		case "no-forbidden-request":
+			kind = KindForbidden
+		case "clean-shutdown":
+			kind = KindLeak
+		case "no-panic":
+			kind = KindPanic
+		}
+		r.Findings = append(r.Findings, Finding{Check: v.Invariant, Kind: kind, At: v.At, Subject: Subject{Name: v.Object},
+			RequestText: v.Request, Detail: v.Detail})
+	}
+	switch {
+	case r.Error != "":
+		r.Findings = append(r.Findings, Finding{Check: CheckHarness, Kind: KindHarness, Detail: r.Error})
+	case !r.Converged:
+		r.Findings = append(r.Findings, Finding{Check: CheckGoal, Kind: KindGoal, Within: r.Deadline})
+	}
+	r.Schema = SchemaVersion
 }
 
 // upgradeV1 reads a v1 result as v2: its writes were keyed by the
@@ -382,7 +420,7 @@ func upgradeV1(r *Result) {
 		return out
 	}
 	r.Counters.Writes, r.Counters.Needed = rekey(r.Counters.Writes), rekey(r.Counters.Needed)
-	r.Schema = SchemaVersion
+	r.Schema = SchemaV2
 }
 
 // ReadDir reads every result file (*.json) in dir, sorted by file name. dir

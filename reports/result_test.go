@@ -41,11 +41,33 @@ func TestWriteReadRoundTrip(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"schema":"converge.dev/result/v9"}`), 0o644))
 	all, err := reports.ReadDir(dir)
-	assert.ErrorContains(t, err, `schema "converge.dev/result/v9", this converge reads "converge.dev/result/v2" and "converge.dev/result/v1"`)
+	assert.ErrorContains(t, err, `schema "converge.dev/result/v9", this converge reads "converge.dev/result/v3" (and upgrades "converge.dev/result/v2" and "converge.dev/result/v1")`)
 	assert.Len(t, all, 1, "the readable results are still returned")
 }
 
-// A v1 result (the scaler's, writes keyed by Deployment) is read as v2.
+// A v2 result is read as v3: its violations, its missed goal and its error
+// become findings, and its reasons stay as written.
+func TestReadsV2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v2.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"schema": "converge.dev/result/v2", "scenario": "baseline", "backend": "fake", "seed": 1,
+		"started": "2000-01-01T00:00:00Z", "deadline": "1m30s", "converged": false,
+		"reasons": ["did not converge within 1m30s: web: 1 of 3 ready", "invariant writes-allowed broken at 2s: the controller's delete of pods/web-x: no write rule selects it"],
+		"violations": [{"invariant": "writes-allowed", "at": "2000-01-01T00:00:02Z", "object": "web-x", "request": "delete pods/web-x -> 200",
+			"detail": "the controller's delete of pods/web-x: no write rule selects it"}]}`), 0o644))
+	r, err := reports.Read(path)
+	require.NoError(t, err)
+	assert.Equal(t, reports.SchemaVersion, r.Schema)
+	start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	assert.Equal(t, []reports.Finding{
+		{Check: "writes-allowed", Kind: reports.KindWriteRule, At: start.Add(2 * time.Second), Subject: reports.Subject{Name: "web-x"},
+			RequestText: "delete pods/web-x -> 200", Detail: "the controller's delete of pods/web-x: no write rule selects it"},
+		{Check: reports.CheckGoal, Kind: reports.KindGoal, Within: reports.Duration(90 * time.Second)},
+	}, r.Findings)
+	assert.Len(t, r.Reasons, 2, "the reasons are kept as written")
+	assert.Equal(t, r.Violations[0], r.Findings[0].Violation())
+}
+
+// A v1 result (the scaler's, writes keyed by Deployment) is read as v3.
 func TestReadsV1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"schema": "converge.dev/result/v1", "scenario": "baseline", "backend": "fake", "seed": 1,
