@@ -42,6 +42,7 @@ const (
 	CheckBudgetReconciles = "budget.reconciles"
 	CheckBudgetRequests   = "budget.requests"
 	CheckHarness          = "harness"
+	CheckFaultsFire       = "faults-fire"
 )
 
 // Subject is the object a finding is about. Empty fields are unknown or
@@ -132,7 +133,7 @@ func (f Finding) Sentence(start time.Time) string {
 	case KindHarness:
 		return "the run could not be carried out: " + firstLine(f.Detail)
 	case KindUnfired:
-		return "fault " + f.Detail + " never fired"
+		return f.Detail + " never fired"
 	}
 	when := "at the end of the run"
 	if !f.At.IsZero() {

@@ -48,7 +48,8 @@ func TestFindingSentences(t *testing.T) {
 // TestUnfiredFaultDoesNotFail: a fault that never fired is a finding that
 // the run proves nothing about it, not a failure.
 func TestUnfiredFaultDoesNotFail(t *testing.T) {
-	unfired := reports.Finding{Check: "fault 2", Kind: reports.KindUnfired, Detail: "2 (conflict on deployments)"}
+	unfired := reports.Finding{Check: reports.CheckFaultsFire, Kind: reports.KindUnfired, Detail: "fault 2 (conflict on deployments)"}
+	assert.Equal(t, "fault 2 (conflict on deployments) never fired", unfired.Sentence(time.Time{}))
 	goal := reports.Finding{Check: "goal", Kind: reports.KindGoal, Within: reports.Duration(time.Minute), Detail: "not ready"}
 	assert.False(t, unfired.Fails())
 	assert.True(t, goal.Fails())

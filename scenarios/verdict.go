@@ -58,6 +58,9 @@ func (r *run) verdict() {
 	c.PodLag = reports.Duration(reports.PodLag(h.h.States))
 	res.Counters = c
 	res.Unfired = unfired(r.s.Faults, h.h.Faults)
+	for _, name := range res.Unfired {
+		res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckFaultsFire, Kind: reports.KindUnfired, Detail: name})
+	}
 
 	b := r.s.Budgets
 	if b.WritesPerObject > 0 {

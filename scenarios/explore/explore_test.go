@@ -161,7 +161,7 @@ func TestVerdictDifferencesReadFindings(t *testing.T) {
 		{Check: reports.CheckGoal, Kind: reports.KindGoal, Within: reports.Duration(time.Minute), Detail: "web: 1 of 3 ready"},
 		{Check: "no-hot-loop", Kind: reports.KindInvariant, At: start.Add(time.Second), Subject: reports.Subject{Name: "web"}, Detail: "spins"},
 		{Check: reports.CheckBudgetRequests, Kind: reports.KindBudget, Key: "list pods", Count: 9, Limit: 3},
-		{Check: "fault 0", Kind: reports.KindUnfired, Detail: "0 (conflict)"},
+		{Check: reports.CheckFaultsFire, Kind: reports.KindUnfired, Detail: "fault 0 (conflict)"},
 	}}
 	got := RefOutcome(r, "r.json").Differences
 	assert.Equal(t, []Difference{
