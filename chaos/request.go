@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -115,9 +116,14 @@ func (t Target) IsZero() bool {
 	return len(t.Verbs) == 0 && t.Resource == "" && t.Namespace == "" && t.Name == ""
 }
 
+// Equal reports whether t and u name the same requests.
+func (t Target) Equal(u Target) bool {
+	return slices.Equal(t.Verbs, u.Verbs) && t.Resource == u.Resource && t.Namespace == u.Namespace && t.Name == u.Name
+}
+
 // Matches reports whether r is targeted.
 func (t Target) Matches(r Request) bool {
-	if len(t.Verbs) > 0 && !contains(t.Verbs, r.Verb) {
+	if len(t.Verbs) > 0 && !slices.Contains(t.Verbs, r.Verb) {
 		return false
 	}
 	return (t.Resource == "" || t.Resource == r.Resource) &&
@@ -125,14 +131,6 @@ func (t Target) Matches(r Request) bool {
 		(t.Name == "" || t.Name == r.Name)
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
 
 // createdName reads the name of the object a create sends, which the URL
 // does not carry, so that "the first create of web-1" can be targeted. The

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/text"
 )
 
 // Kind is the sort of check a finding comes from.
@@ -131,7 +132,7 @@ func (f Finding) Sentence(start time.Time) string {
 			return fmt.Sprintf("budget: %d %s requests, budget %d", f.Count, f.Key, f.Limit)
 		}
 	case KindHarness:
-		return "the run could not be carried out: " + firstLine(f.Detail)
+		return "the run could not be carried out: " + text.FirstLine(f.Detail)
 	case KindUnfired:
 		return f.Detail + " never fired"
 	}

@@ -1,6 +1,8 @@
 package reports
 
 import (
+	"github.com/converge-lab/converge/internal/text"
+
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -65,10 +67,10 @@ func WriteJUnit(w io.Writer, results []*Result) error {
 		}
 		switch {
 		case r.Error != "":
-			c.Error = &junitMessage{Message: firstLine(r.Error), Type: "error", Body: r.Error}
+			c.Error = &junitMessage{Message: text.FirstLine(r.Error), Type: "error", Body: r.Error}
 			s.Errors++
 		case !r.Pass:
-			c.Failure = &junitMessage{Message: firstLine(strings.Join(r.Reasons, "; ")), Type: "verdict",
+			c.Failure = &junitMessage{Message: text.FirstLine(strings.Join(r.Reasons, "; ")), Type: "verdict",
 				Body: strings.Join(slices.Concat(r.Reasons, r.Notes), "\n") + "\n\nreplay: " + r.Replay}
 			s.Failures++
 		}
@@ -92,11 +94,4 @@ func WriteJUnit(w io.Writer, results []*Result) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

@@ -146,7 +146,7 @@ func lanes(r *Result) []laneView {
 		}
 		in, err := spec.Build()
 		for j, f := range r.History.Faults {
-			if claimed[j] || f.Fault != spec.Fault || (err == nil && !sameTarget(f.Target, in.Fault.Target())) {
+			if claimed[j] || f.Fault != spec.Fault || (err == nil && !f.Target.Equal(in.Fault.Target())) {
 				continue
 			}
 			claimed[j] = true
@@ -176,10 +176,6 @@ func (l *laneView) add(r *Result, f chaos.Firing) {
 	if l.First == "" {
 		l.First = fmt.Sprintf("%s: %s", f.Request, f.Outcome)
 	}
-}
-
-func sameTarget(a, b chaos.Target) bool {
-	return slices.Equal(a.Verbs, b.Verbs) && a.Resource == b.Resource && a.Namespace == b.Namespace && a.Name == b.Name
 }
 
 // window is the span a When declares, if it declares one: a fault bound to

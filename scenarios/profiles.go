@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"embed"
 	"fmt"
 	"slices"
@@ -37,8 +38,8 @@ func (s *Scenario) Under(p *Scenario) (*Scenario, error) {
 	}
 	c := &out.Controller
 	c.Instances = max(c.Instances, p.Controller.Instances)
-	c.RestartAfter = or(p.Controller.RestartAfter, c.RestartAfter)
-	c.LeaseDuration = or(p.Controller.LeaseDuration, c.LeaseDuration)
+	c.RestartAfter = cmp.Or(p.Controller.RestartAfter, c.RestartAfter)
+	c.LeaseDuration = cmp.Or(p.Controller.LeaseDuration, c.LeaseDuration)
 	if err := out.Validate(); err != nil {
 		return nil, fmt.Errorf("%s under %s: %w", s.Name, p.Name, err)
 	}

@@ -2,7 +2,6 @@ package scenarios_test
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -79,7 +78,7 @@ func (l faultLog) of(t *testing.T, spec chaos.Spec) []firing {
 	require.NoError(t, err)
 	var out []firing
 	for _, f := range l.firings {
-		if f.Fault == spec.Fault && reflect.DeepEqual(f.Target, in.Fault.Target()) {
+		if f.Fault == spec.Fault && f.Target.Equal(in.Fault.Target()) {
 			out = append(out, firing{f.At.Sub(l.started), f.Request, f.Match})
 		}
 	}

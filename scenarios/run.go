@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,11 +152,6 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 // a synctest bubble blocks the goroutine that reported until virtual time
 // gets there, and a run's informers then never stop.
 var dropErrorBackoff = sync.OnceFunc(fake.DropErrorBackoff)
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
 
 // run is one run in progress.
 type run struct {

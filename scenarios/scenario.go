@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -289,27 +290,19 @@ func (s Scenario) withDefaults() Scenario {
 	if len(s.Backends) == 0 {
 		s.Backends = []string{Fake, Envtest}
 	}
-	s.World.Nodes = or(s.World.Nodes, 3)
+	s.World.Nodes = cmp.Or(s.World.Nodes, 3)
 	c := &s.Controller
-	c.Instances = or(c.Instances, 1)
-	c.RestartAfter = or(c.RestartAfter, Duration(5*time.Second))
-	c.LeaseDuration = or(c.LeaseDuration, Duration(15*time.Second))
-	s.Timing.Deadline = or(s.Timing.Deadline, Duration(5*time.Minute))
-	s.Timing.Settle = or(s.Timing.Settle, Duration(30*time.Second))
+	c.Instances = cmp.Or(c.Instances, 1)
+	c.RestartAfter = cmp.Or(c.RestartAfter, Duration(5*time.Second))
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, Duration(15*time.Second))
+	s.Timing.Deadline = cmp.Or(s.Timing.Deadline, Duration(5*time.Minute))
+	s.Timing.Settle = cmp.Or(s.Timing.Settle, Duration(30*time.Second))
 	s.World.Interference = slices.Clone(s.World.Interference)
 	for i := range s.World.Interference {
 		in := &s.World.Interference[i]
-		in.Until = or(in.Until, s.Timing.Deadline/2)
+		in.Until = cmp.Or(in.Until, s.Timing.Deadline/2)
 	}
 	return s
-}
-
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // fieldError is a validation error at a field path ("workload.replicas"),

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 )
 
@@ -112,7 +112,7 @@ func unfired(specs []chaos.Spec, firings []chaos.Firing) []string {
 			continue
 		}
 		fired := slices.ContainsFunc(firings, func(f chaos.Firing) bool {
-			return f.Fault == spec.Fault && reflect.DeepEqual(f.Target, in.Fault.Target())
+			return f.Fault == spec.Fault && f.Target.Equal(in.Fault.Target())
 		})
 		if !fired {
 			name := spec.Fault
@@ -188,7 +188,7 @@ func (r *run) checkForbidden() {
 		detail += fmt.Sprintf(", and %d more requests after it", n-1)
 	}
 	if first.Error != "" {
-		detail += ": " + firstLine(first.Error)
+		detail += ": " + text.FirstLine(first.Error)
 	}
 	r.hist.findLocked(finding(InvNoForbidden, first.At, requestSubject(*first), first, detail))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/scenarios/scaler"
@@ -139,7 +140,7 @@ func TestExplore(t *testing.T) {
 							e.Coverage.Points, e.Coverage.Run, len(e.Findings), time.Duration(e.Wall).Round(time.Millisecond)))
 						for _, f := range e.Findings {
 							lines = append(lines, fmt.Sprintf("  %s (%d points; smallest %s %s): %s", f.Name(), len(f.Points),
-								f.Smallest.Point.ID, f.Smallest.Point.Signature, firstLine(f.Detail)))
+								f.Smallest.Point.ID, f.Smallest.Point.Signature, text.FirstLine(f.Detail)))
 						}
 						if m.Name == "control" {
 							assert.Empty(t, e.Findings, "false alarm on the correct %s in %s:\n%s", c.name, w.Name, e.Text())
@@ -160,9 +161,4 @@ func TestExplore(t *testing.T) {
 			t.Log("\n" + strings.Join(lines, "\n"))
 		})
 	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

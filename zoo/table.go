@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 )
 
@@ -90,21 +91,16 @@ func (t *Table) Add(mutant string, r *reports.Result) {
 		return true
 	}
 	if r.Error != "" {
-		c.Why, c.Reason = "error", firstLine(r.Error)
+		c.Why, c.Reason = "error", text.FirstLine(r.Error)
 	} else if f, ok := first(invariant); ok {
-		c.Why, c.Reason, c.Virtual = f.Check, firstLine(f.Detail), at(f).Sub(r.Started)
+		c.Why, c.Reason, c.Virtual = f.Check, text.FirstLine(f.Detail), at(f).Sub(r.Started)
 	} else if f, ok := first(func(f reports.Finding) bool { return f.Kind == reports.KindGoal }); ok {
-		c.Why, c.Reason = "goal", firstLine(f.Sentence(r.Started))
+		c.Why, c.Reason = "goal", text.FirstLine(f.Sentence(r.Started))
 	} else if f, ok := first(func(f reports.Finding) bool { return f.Kind == reports.KindBudget }); ok {
 		c.Why, c.Reason = "budget", strings.TrimPrefix(f.Sentence(r.Started), "budget: ")
 	} else {
 		c.Why, c.Reason = "goal", "" // not converged, with nothing said why
 	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 // Cell returns the cell of mutant on scenario ("name/backend").

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 )
 
@@ -47,7 +48,7 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 		t.run = defaultTestRun
 	}
 	if t.run != defaultTestRun {
-		t.flag = " --test-run " + shellQuote(t.run)
+		t.flag = " --test-run " + text.ShellQuote(t.run)
 	}
 	switch {
 	case f.pkg != "":
@@ -56,7 +57,7 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 			return nil, err
 		}
 		t.bin, t.dir = bin, dir
-		t.flag = " --package " + shellQuote(f.pkg) + t.flag
+		t.flag = " --package " + text.ShellQuote(f.pkg) + t.flag
 	case f.testBinary != "":
 		abs, err := filepath.Abs(f.testBinary)
 		if err != nil {
@@ -65,7 +66,7 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 		// A user's binary resolves its relative paths from where converge
 		// was started, as go test would from the package's folder.
 		t.bin, t.dir = abs, ""
-		t.flag = " --test-binary " + shellQuote(abs) + t.flag
+		t.flag = " --test-binary " + text.ShellQuote(abs) + t.flag
 	default:
 		bin, err := scalerTests(ctx, stderr)
 		if err != nil {

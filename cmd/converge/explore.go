@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/explore"
 )
@@ -133,7 +134,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	// Replays through this command line's tests, not go test's.
 	for i, o := range outcomes {
 		if o.File != "" {
-			outcomes[i].Replay = fmt.Sprintf("converge run %s --backend fake --seeds %d%s", shellQuote(o.File), f.seed, p.tests.flag)
+			outcomes[i].Replay = fmt.Sprintf("converge run %s --backend fake --seeds %d%s", text.ShellQuote(o.File), f.seed, p.tests.flag)
 		}
 	}
 	e := plan.Summarise(controller, refs, outcomes, time.Since(began))
@@ -260,7 +261,7 @@ than the scaler needs its tests: --package or --test-binary.`,
 			if out.Exhausted {
 				fmt.Fprintln(stdout, "the budget ran out first: smaller, but maybe not 1-minimal")
 			}
-			fmt.Fprintf(stdout, "scenario: %s\nreplay: converge run %s --backend fake --seeds %d%s\n", out.File, shellQuote(out.File), out.Seed, t.flag)
+			fmt.Fprintf(stdout, "scenario: %s\nreplay: converge run %s --backend fake --seeds %d%s\n", out.File, text.ShellQuote(out.File), out.Seed, t.flag)
 			return nil
 		},
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
@@ -393,7 +394,7 @@ func (p *plan) clusterFlag() string {
 		if err != nil {
 			path = p.kubeconfig
 		}
-		return " --kubeconfig " + shellQuote(path)
+		return " --kubeconfig " + text.ShellQuote(path)
 	}
 	return ""
 }
@@ -584,14 +585,6 @@ func readLine(br *bufio.Reader) (string, error) {
 	return strings.TrimRight(out, "\r\n"), err
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // summary says where summarise writes: the results folder, JUnit, how to
 // name the tests again on a command line, and whether the folder holds the
 // controllers' log.
@@ -625,7 +618,7 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 		if r.Backend == scenarios.Cluster {
 			flags += p.cluster
 		}
-		fmt.Fprintf(stdout, "  replay: converge replay %s%s\n  or:     %s\n", shellQuote(filepath.Join(p.report, r.FileName())), flags, r.Replay)
+		fmt.Fprintf(stdout, "  replay: converge replay %s%s\n  or:     %s\n", text.ShellQuote(filepath.Join(p.report, r.FileName())), flags, r.Replay)
 	}
 	for _, r := range results {
 		if len(r.Unfired) > 0 {

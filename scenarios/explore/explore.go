@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 )
@@ -140,7 +141,7 @@ func NewPlan(s *scenarios.Scenario, backend string, seed uint64, refs []*reports
 	}
 	for i, r := range refs {
 		if r.Error != "" {
-			return nil, fmt.Errorf("reference run %d (seed %d) could not be carried out: %s", i+1, r.Seed, firstLine(r.Error))
+			return nil, fmt.Errorf("reference run %d (seed %d) could not be carried out: %s", i+1, r.Seed, text.FirstLine(r.Error))
 		}
 	}
 	p := &Plan{Schema: PlanSchema, Scenario: s, Backend: backend, Seed: seed, References: refs, Counts: map[string][]EventCount{}}
@@ -370,7 +371,7 @@ func worldsStatus(refs []*reports.Result) Masks {
 			}
 		}
 		for _, q := range r.History.Requests {
-			if res, sub, ok := strings.Cut(q.Resource, "/"); ok && sub == "status" && isWrite(q.Verb) {
+			if res, sub, ok := strings.Cut(q.Resource, "/"); ok && sub == "status" && writesOne(q.Verb) {
 				statusWritten[res] = true
 			}
 		}
@@ -408,14 +409,9 @@ func deletedByOthers(refs []*reports.Result) map[string]bool {
 func writtenBy(r *reports.Result) map[string]bool {
 	out := map[string]bool{}
 	for _, q := range r.History.Requests {
-		if isWrite(q.Verb) && q.Name != "" && q.Code >= 200 && q.Code < 300 {
+		if writesOne(q.Verb) && q.Name != "" && q.Code >= 200 && q.Code < 300 {
 			out[base(q.Resource)+"/"+q.Name] = true
 		}
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 )
 
@@ -86,7 +87,7 @@ func (p *Plan) Outcome(pt Point, r *reports.Result, file string) Outcome {
 	o := Outcome{Point: pt, Result: file, Replay: r.Replay, Wall: r.Wall, Fired: len(r.History.Faults) > 0}
 	switch {
 	case r.Error != "":
-		o.Error = firstLine(r.Error)
+		o.Error = text.FirstLine(r.Error)
 	case o.Fired:
 		o.Differences = p.Judge(r)
 	}
@@ -99,7 +100,7 @@ func RefOutcome(r *reports.Result, file string) Outcome {
 	o := Outcome{Point: Point{ID: fmt.Sprintf("reference-seed-%d", r.Seed), Class: "reference", Signature: "no fault", About: "the scenario as written, without faults"},
 		Result: file, Replay: r.Replay, Wall: r.Wall, Fired: true}
 	if r.Error != "" {
-		o.Error = firstLine(r.Error)
+		o.Error = text.FirstLine(r.Error)
 		return o
 	}
 	o.Differences = verdictDifferences(r)

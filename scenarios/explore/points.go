@@ -112,7 +112,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 				Fault:     chaos.Spec{Fault: "server-error", Code: 500, Target: t, When: chaos.When{Nth: 1}},
 				Signature: "server-error " + q.Verb + " " + res, At: since(start, q.At)}})
 		}
-		if !isWrite(q.Verb) || q.Name == "" {
+		if !writesOne(q.Verb) || q.Name == "" {
 			continue
 		}
 		t, key, object := aim([]string{q.Verb}, res, q.Name)
@@ -233,7 +233,8 @@ func base(resource string) string {
 	return r
 }
 
-func isWrite(verb string) bool {
+// writesOne: verb writes one named object (a deletecollection names none).
+func writesOne(verb string) bool {
 	switch verb {
 	case "create", "update", "patch", "delete":
 		return true
@@ -249,7 +250,7 @@ func changed(h reports.History, i int) bool {
 	res := base(q.Resource)
 	end := time.Time{}
 	for _, n := range h.Requests[i+1:] {
-		if isWrite(n.Verb) && base(n.Resource) == res && n.Name == q.Name {
+		if writesOne(n.Verb) && base(n.Resource) == res && n.Name == q.Name {
 			end = n.At
 			break
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 )
 
@@ -154,7 +155,7 @@ func (s *Shrinker) Shrink(r *reports.Result) (*Shrunk, error) {
 		return nil, errors.New("the run passed: there is nothing to shrink")
 	}
 	if r.Error != "" {
-		return nil, fmt.Errorf("the run could not be carried out (%s): there is nothing to shrink", firstLine(r.Error))
+		return nil, fmt.Errorf("the run could not be carried out (%s): there is nothing to shrink", text.FirstLine(r.Error))
 	}
 	from := Firings(r)
 	fromFirings := len(from) > 0 && s.start(from)
@@ -339,7 +340,7 @@ func Firings(r *reports.Result) []chaos.Spec {
 // specOf is the fault of plan that f came from.
 func specOf(plan []chaos.Spec, f chaos.Firing) (chaos.Spec, bool) {
 	for _, s := range plan {
-		if s.Fault == f.Fault && sameTarget(s.Target, f.Target) {
+		if s.Fault == f.Fault && s.Target.Equal(f.Target) {
 			return s, true
 		}
 	}
@@ -349,10 +350,6 @@ func specOf(plan []chaos.Spec, f chaos.Firing) (chaos.Spec, bool) {
 		}
 	}
 	return chaos.Spec{}, false
-}
-
-func sameTarget(a, b chaos.Target) bool {
-	return slices.Equal(a.Verbs, b.Verbs) && a.Resource == b.Resource && a.Namespace == b.Namespace && a.Name == b.Name
 }
 
 // targetOf reads a firing's request back into a target: "patch

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/converge-lab/converge/controller"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/sim/world"
 )
 
 // The scaler's invariants, as named in violations.
@@ -208,7 +210,7 @@ func (o *judge) update(name string, now time.Time) {
 		if p.Spec.NodeName == "" {
 			st.Settled = false
 		}
-		if podReady(p) {
+		if world.PodReady(p) {
 			st.Ready++
 		}
 	}
@@ -302,15 +304,6 @@ func maxOf(d *appsv1.Deployment) int32 {
 	return controller.DefaultMaxReplicas
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // breach records a broken invariant of the scaler's about the Deployment
 // name, after the request q where there is one.
 func (o *judge) breach(invariant string, at time.Time, name string, q *reports.Request, detail string) {
@@ -393,22 +386,10 @@ func (o *judge) checkUpdate(q reports.Request, d *appsv1.Deployment) {
 	switch {
 	case !apiequality.Semantic.DeepEqual(a.Spec, b.Spec):
 		o.breach(InvWritesOnlyReplica, q.At, q.Name, &q, "the controller's update of "+q.Name+" changes its spec beyond replicas")
-	case !apiequality.Semantic.DeepEqual(a.Labels, b.Labels) || !equalMaps(a.Annotations, b.Annotations):
+	case !apiequality.Semantic.DeepEqual(a.Labels, b.Labels) || !maps.Equal(a.Annotations, b.Annotations):
 		o.breach(InvWritesOnlyReplica, q.At, q.Name, &q, "the controller's update of "+q.Name+" changes labels or annotations not its own")
 	}
 	o.checkBase(q, base, replicas)
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // checkBase: the write was of a labelled Deployment, and its replicas are

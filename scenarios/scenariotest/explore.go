@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/explore"
@@ -227,7 +228,7 @@ func fileReplay(root, name string, seed uint64, file string) string {
 		file = abs
 	}
 	return cmd + fmt.Sprintf(" -count=1 -run '^%s$/^%s$/^fake$/^seed-%d$' -converge.seed=%d -converge.seeds=1 -converge.backends=fake -converge.file=%s",
-		regexp.QuoteMeta(root), regexp.QuoteMeta(name), seed, seed, shellQuote(file))
+		regexp.QuoteMeta(root), regexp.QuoteMeta(name), seed, seed, text.ShellQuote(file))
 }
 
 // exploreFlags runs the exploration the -converge.explore flags ask for,

@@ -62,6 +62,7 @@ import (
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/sim/cluster"
@@ -461,12 +462,12 @@ func replay(t *testing.T, backend string, seed uint64, file string) string {
 		if abs, err := filepath.Abs(file); err == nil {
 			file = abs
 		}
-		cmd += " -converge.file=" + shellQuote(file)
+		cmd += " -converge.file=" + text.ShellQuote(file)
 	}
 	if backend == scenarios.Cluster && *kwokDir != "" {
 		cmd += " -converge.kwok=start"
 	} else if backend == scenarios.Cluster {
-		cmd += " -converge.kubeconfig=" + shellQuote(*kubeconfig)
+		cmd += " -converge.kubeconfig=" + text.ShellQuote(*kubeconfig)
 	}
 	return cmd
 }
@@ -495,14 +496,6 @@ func packageFromRoot() string {
 		}
 		dir = parent
 	}
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // selected is -converge.backends as a list.

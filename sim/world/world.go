@@ -548,7 +548,7 @@ func (w *World) runPod(ctx context.Context, p *corev1.Pod) error {
 	if w.cfg.Readiness.Kind == CapacityLimited {
 		objs, _ := w.podIndex.ByIndex(podsByNode, p.Spec.NodeName)
 		for _, o := range objs {
-			if op, ok := o.(*corev1.Pod); ok && op.Name != p.Name && podReady(op) {
+			if op, ok := o.(*corev1.Pod); ok && op.Name != p.Name && PodReady(op) {
 				readyOnNode++
 			}
 		}
@@ -604,12 +604,14 @@ func desiredStatus(p *corev1.Pod, s PodState, started, now time.Time) corev1.Pod
 	return status
 }
 
-// sameStatus compares what matters, ignoring timestamps' sub-second noise.
+// sameStatus: a and b are semantically equal (apiequality.Semantic: a
+// quantity or a time compared by value, not by how it is spelled).
 func sameStatus(a, b corev1.PodStatus) bool {
 	return semantic.Equal(&a, &b)
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether p has condition Ready=True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -646,7 +648,7 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 			continue
 		}
 		active = append(active, p)
-		if podReady(p) {
+		if PodReady(p) {
 			ready++
 		}
 	}
@@ -690,7 +692,7 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 		active = active[n:]
 		ready = 0
 		for _, p := range active {
-			if podReady(p) {
+			if PodReady(p) {
 				ready++
 			}
 		}
