@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/converge-lab/converge/reports"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/reports"
 )
 
 // startInstance starts one controller instance. The first instances get

@@ -3,12 +3,13 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"github.com/converge-lab/converge/reports"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/converge-lab/converge/reports"
 )
 
 // A controller's panic in a goroutine the harness did not start (an
