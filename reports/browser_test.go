@@ -27,12 +27,11 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
-	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest/tier"
 )
 
 func TestMain(m *testing.M) {
-	fake.DropErrorBackoff()
+	scenarios.PrepareProcess()
 	os.Exit(m.Run())
 }
 

@@ -132,8 +132,10 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	if opts.Backend == Fake {
-		dropErrorBackoff()
+	if !prepared.Load() {
+		res.Error = "the process is not prepared for runs: call scenarios.PrepareProcess() once, from TestMain " +
+			"(scenariotest's functions call it for you); it replaces apimachinery's process-wide error and panic handling, as its doc says"
+		return res
 	}
 	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory()}
 	r.hotLoopN = r.hotLoop()
@@ -146,12 +148,6 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	}
 	return res
 }
-
-// dropErrorBackoff replaces client-go's error handlers, for the process,
-// with one that only logs: the default one backs off by sleeping, which in
-// a synctest bubble blocks the goroutine that reported until virtual time
-// gets there, and a run's informers then never stop.
-var dropErrorBackoff = sync.OnceFunc(fake.DropErrorBackoff)
 
 // run is one run in progress.
 type run struct {

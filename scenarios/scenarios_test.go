@@ -2,20 +2,48 @@ package scenarios_test
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
-	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest"
 )
 
+// unprepared, set in the environment, leaves the process unprepared, for
+// TestRunRefusesAnUnpreparedProcess's child.
+const unprepared = "CONVERGE_TEST_UNPREPARED"
+
 func TestMain(m *testing.M) {
-	fake.DropErrorBackoff()
+	if os.Getenv(unprepared) == "" {
+		scenarios.PrepareProcess()
+	}
 	os.Exit(simtest.Main(m))
+}
+
+// A run in a process nobody prepared changes none of apimachinery's
+// process-wide handlers: it is refused, saying what to call.
+func TestRunRefusesAnUnpreparedProcess(t *testing.T) {
+	if os.Getenv(unprepared) != "" {
+		s, err := scaler.Lookup("baseline")
+		require.NoError(t, err)
+		handlers := len(utilruntime.PanicHandlers)
+		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Controller: scaler.Controller{}})
+		require.False(t, res.Pass)
+		require.Contains(t, res.Error, "call scenarios.PrepareProcess() once, from TestMain")
+		require.Len(t, utilruntime.PanicHandlers, handlers, "no panic handler was added")
+		require.True(t, utilruntime.ReallyCrash, "ReallyCrash is as apimachinery left it")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunRefusesAnUnpreparedProcess$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), unprepared+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: TestRunRefusesAnUnpreparedProcess")
 }
 
 // onEnvtestInPresubmit are the catalogue's scenarios that make test (-short)

@@ -16,7 +16,6 @@ import (
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
-	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/converge-lab/converge/zoo"
 )
@@ -30,7 +29,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	fake.DropErrorBackoff()
+	scenarios.PrepareProcess()
 	os.Exit(simtest.Main(m))
 }
 

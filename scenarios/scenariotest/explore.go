@@ -173,6 +173,7 @@ func exploreRun(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, see
 // the dead bubble.
 func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *reports.Result {
 	t.Helper()
+	scenarios.PrepareProcess()
 	opts.Backend = scenarios.Fake
 	var res *reports.Result
 	var leaked any

@@ -396,6 +396,7 @@ func runScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 
 func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenarios.Controller, backend string, seed uint64, file string) *reports.Result {
 	t.Helper()
+	scenarios.PrepareProcess()
 	limit, stop := scenarios.WallClockLimit(*runTimeout) // outside the bubble: real time
 	defer stop()
 	opts := scenarios.Options{Backend: backend, Seed: seed, Controller: c, Limit: limit, RunID: *runID, Replay: replay(t, backend, seed, file)}
@@ -721,6 +722,7 @@ func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) [
 		if !s.RunsOn(scenarios.Fake) {
 			continue
 		}
+		scenarios.PrepareProcess()
 		var res *reports.Result
 		synctest.Test(t, func(t *testing.T) {
 			res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Controller: c})

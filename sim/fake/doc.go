@@ -22,6 +22,15 @@
 //     managers, generated clientsets of custom resources, dynamic clients.
 //     It speaks JSON (and reads YAML bodies).
 //
+// In a synctest bubble, apimachinery's process-wide error handler is a
+// trap: utilruntime.HandleError (a reflector calls it when a LIST fails,
+// on a 403 say) rate-limits by sleeping for 1ms less the time since the
+// previous error, and its first "previous error" is the real time of the
+// process's start. A bubble's clock starts in 2000, so that sleep lasts
+// decades of virtual time: the reflector never returns and the informers
+// never stop. Call DropErrorBackoff once, from TestMain, before running
+// client-go in a bubble (scenarios.PrepareProcess does it for runs).
+//
 // What the store provides, through either door:
 //   - metadata.resourceVersion on every write, from one monotonic counter;
 //     a no-op update keeps it;
