@@ -106,7 +106,7 @@ staticcheck: $(STATICCHECK)
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-bench: build assets ## benchmarks, then simulated-to-wall ratios: the fake catalogue over 3 seeds one run at a time, an idle hour, scale-10k, 2,000 Deployments on envtest (figures in README.md)
+bench: build assets ## benchmarks, then simulated-to-wall ratios: the fake catalogue over 3 seeds one run at a time, an idle hour, scale-10k, 2,000 Deployments on envtest (figures in docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 	@rm -rf $(BIN)/bench && mkdir -p $(BIN)/bench
 	$(BIN)/converge run --backend fake --seeds 1-3 --parallel 1 --report $(BIN)/bench/catalogue
