@@ -131,7 +131,6 @@ func (t Target) Matches(r Request) bool {
 		(t.Name == "" || t.Name == r.Name)
 }
 
-
 // createdName reads the name of the object a create sends, which the URL
 // does not carry, so that "the first create of web-1" can be targeted. The
 // body is read from GetBody where the client can send it again, else read
