@@ -144,7 +144,16 @@ type Counters struct {
 }
 
 // History is everything the verdict was made on, in time order per kind.
+//
+// It holds every fact a verdict is judged on (see scenarios.Judge): the
+// objects the observer saw with each event, the body of each successful
+// write, the instances' lives, the instants the goal was judged at and
+// what the instances said then, and what the run found as it happened (a
+// panic, a leak, a hot loop, the controller's own judge).
 type History struct {
+	// Start is the run's start on its own clock: deadlines and the
+	// faults' windows count from it.
+	Start    time.Time      `json:"start,omitzero"`
 	Requests []Request      `json:"requests"`
 	Events   []WatchEvent   `json:"events"`
 	Faults   []chaos.Firing `json:"faults"`
@@ -160,6 +169,46 @@ type History struct {
 	// observer last saw it, sorted by kind and name; kept only when the
 	// run was asked for it (an exploration compares it with a reference).
 	End []EndObject `json:"end,omitempty"`
+	// Resources are the kinds the observer watched, by resource, as
+	// "apps/v1 Deployment".
+	Resources map[string]string `json:"resources,omitempty"`
+	// Lives are the controller's instances, from start to end.
+	Lives []Life `json:"lives,omitempty"`
+	// Polls are the instants the goal was judged at, with what the
+	// instances and the controller's own judge said then.
+	Polls []Poll `json:"polls,omitempty"`
+	// Recorded are what the run found as it happened, rather than in the
+	// history afterwards: a panic, an instance that did not stop, a hot
+	// loop, and the findings of the controller's own judge.
+	Recorded []Finding `json:"recorded,omitempty"`
+}
+
+// Life is one instance of the controller.
+type Life struct {
+	Instance int       `json:"instance"`
+	Started  time.Time `json:"started"`
+	// Ended is when a fault ended it (zero when it ran to the run's end);
+	// Requests is how many requests the history held then.
+	Ended    time.Time `json:"ended,omitzero"`
+	Requests int       `json:"requests,omitempty"`
+}
+
+// Poll is one instant the goal was judged at.
+type Poll struct {
+	At time.Time `json:"at"`
+	// Events and Requests are how many of each the history held then: the
+	// world as the observer had seen it, and the controller's writes.
+	Events   int `json:"events"`
+	Requests int `json:"requests"`
+	// Replacing: an instance was being replaced. Live counts the
+	// instances running and leading (or with no probe to say); Work is
+	// the first with work queued or in progress, as a sentence.
+	Replacing bool   `json:"replacing,omitempty"`
+	Live      int    `json:"live"`
+	Work      string `json:"work,omitempty"`
+	// Judge is why the controller's own judge said its goal did not hold
+	// ("" when it held or there is no such judge).
+	Judge string `json:"judge,omitempty"`
 }
 
 // EndObject is one object at the end of a run.
@@ -183,6 +232,23 @@ type Request struct {
 	// connection or a cancelled request.
 	Code  int    `json:"code"`
 	Error string `json:"error,omitempty"`
+	// Seen is how many of History.Events the observer had recorded when
+	// the request was sent: the world as the harness knew it then.
+	Seen int `json:"seen,omitempty"`
+	// Body is what a successful write sent, for the write rules; nil for
+	// reads, failed writes and a body that could not be read.
+	Body *Body `json:"body,omitempty"`
+}
+
+// Body is what one write sent.
+type Body struct {
+	Group       string `json:"group,omitempty"`
+	Version     string `json:"version,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+	// PatchType and Patch for a patch; Object for a create or an update.
+	PatchType string          `json:"patchType,omitempty"`
+	Patch     json.RawMessage `json:"patch,omitempty"`
+	Object    map[string]any  `json:"object,omitempty"`
 }
 
 // String is "patch deployments/web-1 -> 409".
@@ -201,6 +267,15 @@ type WatchEvent struct {
 	Resource string    `json:"resource"`
 	Name     string    `json:"name"`
 	RV       string    `json:"rv"`
+	// Kind ("apps/v1 Deployment"), Namespace and Object are the object as
+	// the observer saw it (without managedFields); empty for an event a
+	// controller's own judge reported for the timeline.
+	Kind      string         `json:"kind,omitempty"`
+	Namespace string         `json:"namespace,omitempty"`
+	Object    map[string]any `json:"object,omitempty"`
+	// Tombstone: the deletion was learnt from a relist, not seen; RV is
+	// the object's last known version, not the deletion's.
+	Tombstone bool `json:"tombstone,omitempty"`
 }
 
 // State is a managed Deployment as the observer saw it, sampled on change.

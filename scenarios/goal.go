@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -20,7 +21,7 @@ import (
 func (r *run) watchGoal(ctx context.Context) {
 	deadline := r.start.Add(time.Duration(r.s.Timing.Deadline))
 	settle := time.Duration(r.s.Timing.Settle)
-	var holding time.Time
+	g := newGoalClock(&r.s, r.start)
 	// Instants are offsets from t0; tick is the grid instant at or after
 	// d, and after the last evaluation.
 	t0 := time.Now()
@@ -49,8 +50,8 @@ func (r *run) watchGoal(ctx context.Context) {
 			// Nothing to look at until something happens or a time falls
 			// due; the caller's Limit is asked every idleWake meanwhile.
 			due := tick(since(deadline))
-			if !holding.IsZero() {
-				due = min(due, tick(max(since(holding)+settle, since(r.start)+r.faultsEnd())))
+			if !g.holding.IsZero() {
+				due = min(due, tick(max(since(g.holding)+settle, since(r.start)+r.faultsEnd())))
 			}
 			for ctx.Err() == nil && !r.checkLimit() && r.hist.changes.Load() == seen {
 				select {
@@ -85,34 +86,11 @@ func (r *run) watchGoal(ctx context.Context) {
 		now := time.Now()
 		last = max(at, since(now)/Poll*Poll)
 		seen = r.hist.changes.Load()
-		r.evaluations++
-		ok, why, again := r.goal(r.sample(now))
+		ok, why, again, lastWrite := r.goal(g, now)
 		quiet = !again
-		// A write of the controller restarts the settle window, unless
-		// the goal lets it stay busy.
-		if w := r.lastWriteAt(); ok && !r.s.Goal.Busy && !holding.IsZero() && w.After(holding) {
-			holding = w
-		}
-		switch {
-		case ok && holding.IsZero():
-			holding = now
-			r.hist.note(now, "goal holds")
-		case !ok && !holding.IsZero():
-			holding = time.Time{}
-			r.hist.note(now, "goal lost: "+why)
-		}
-		// A run is not over while faults are still to come.
-		if ok && now.Sub(holding) >= settle && now.Sub(r.start) >= r.faultsEnd() {
-			r.res.Converged = true
-			r.res.TimeToConverge = reports.Duration(holding.Sub(r.start))
-			return
-		}
-		if ok {
-			why = fmt.Sprintf("the goal held from %v on, short of the %v settle window", holding.Sub(r.start), settle)
-		}
-		if !now.Before(deadline) {
-			r.res.Findings = append(r.res.Findings, reports.Finding{Check: reports.CheckGoal, Kind: reports.KindGoal, At: now, Within: reports.Duration(r.s.Timing.Deadline), Detail: why})
-			return
+		converged, missed := g.step(now, ok, why, lastWrite, r.hist.note)
+		if converged || missed != nil {
+			return // the verdict reads both from the polls (judgeHistory)
 		}
 	}
 }
@@ -124,69 +102,44 @@ const idleWake = time.Second
 // faultsEnd is when the last fault window closes, from the start.
 func (r *run) faultsEnd() time.Duration { return r.s.FaultsEnd() }
 
-// goal: the scenario's expectations, the controller's own goal, and a
-// live instance with nothing queued or in progress at two polls in a row.
-//
-// One poll is not enough: work that an event queued at the very instant
-// of the poll (a pod turning ready as the ticker fires) is there or not
-// depending on which goroutine ran first, on fake as on a real cluster,
-// and a controller that handles it at once is quiet. Work still there a
-// poll later is work.
-//
-// again says the next poll must look again even if nothing happened: an
-// instance had work, or none led yet (an instance may take the lead, or
-// show it in its probe, without a request).
-func (r *run) goal(probes map[*instance]Probe) (ok bool, why string, again bool) {
-	if ok, why := r.obs.goal(); !ok {
-		return false, why, false
-	}
+// goal records a poll at now (what the instances and the controller's
+// own judge say) and answers the goal on it, with the world as seen; with
+// the controller's last write by then.
+func (r *run) goal(g *goalClock, now time.Time) (ok bool, why string, again bool, lastWrite time.Time) {
+	probes := r.sample(now)
+	p := reports.Poll{At: now}
 	if r.judge != nil {
 		if ok, why := r.judge.Goal(); !ok {
-			return false, why, false
+			p.Judge = cmp.Or(why, "the controller's judge says its goal does not hold")
 		}
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.restarting > 0 {
-		return false, "an instance is being replaced", false
-	}
-	live := 0
-	work := ""
+	p.Replacing = r.restarting > 0
 	for _, in := range r.instances {
 		if in.ended {
 			continue
 		}
 		pr, ok := probes[in]
 		if !ok {
-			live++
+			p.Live++
 			continue
 		}
 		if !pr.Leading {
 			continue // a standby's queue fills and waits, as it should
 		}
-		live++
+		p.Live++
 		if pr.QueueDepth > 0 || pr.Busy {
-			work = fmt.Sprintf("instance %d has work: %d queued", in.index, pr.QueueDepth)
+			p.Work = fmt.Sprintf("instance %d has work: %d queued", in.index, pr.QueueDepth)
 		}
 	}
-	if live == 0 {
-		return false, "no instance is running and leading", true
-	}
-	if work == "" {
-		r.busyPolls = 0
-		return true, "", false
-	}
-	r.busyPolls++
-	if r.busyPolls >= 2 {
-		return false, work, true
-	}
-	return true, "", true
-}
-
-func (r *run) lastWriteAt() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastWrite
+	r.mu.Unlock()
+	h := r.hist
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p.Events, p.Requests = len(h.h.Events), len(h.h.Requests)
+	h.h.Polls = append(h.h.Polls, p)
+	ok, why, again = g.answer(r.goals, h.seen, p)
+	return ok, why, again, h.lastWrite
 }
 
 // sample probes the instances, records their sum when it changed, and

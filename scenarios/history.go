@@ -5,18 +5,25 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
 )
 
 // history records a run as it happens. It is the chaos plans' Recorder.
 type history struct {
-	mu       sync.Mutex
-	h        reports.History
-	findings []reports.Finding // the first of each check, as found
-	broken   map[string]bool
-	writes   map[string]int // successful writes of the controller per object (resource/name)
-	series   map[seriesKey]int
+	mu     sync.Mutex
+	h      reports.History
+	broken map[string]bool // the checks History.Recorded has a finding of
+	series map[seriesKey]int
+	// seen is the world as the observer has seen it so far, for the goal
+	// and the interfering actors.
+	seen *seen
+	// lastWrite is the At of the controller's last successful write of
+	// an object (successfulWrite).
+	lastWrite time.Time
 
 	// changes counts what happened that can move the goal: requests,
 	// watch events, states, firings, log lines of the instances' life.
@@ -28,7 +35,7 @@ type history struct {
 var _ chaos.Recorder = (*history)(nil)
 
 func newHistory() *history {
-	return &history{broken: map[string]bool{}, writes: map[string]int{}, series: map[seriesKey]int{}, wake: make(chan struct{}, 1),
+	return &history{broken: map[string]bool{}, series: map[seriesKey]int{}, seen: newSeen(nil), wake: make(chan struct{}, 1),
 		h: reports.History{Requests: []reports.Request{}, Events: []reports.WatchEvent{}, Faults: []chaos.Firing{},
 			States: []reports.State{}, Samples: []reports.Sample{}, Log: []reports.Entry{}}}
 }
@@ -53,21 +60,62 @@ func (h *history) Record(f chaos.Firing) {
 func (h *history) request(q reports.Request) {
 	h.mu.Lock()
 	h.h.Requests = append(h.h.Requests, q)
+	if successfulWrite(q) {
+		h.lastWrite = q.At
+	}
 	h.mu.Unlock()
 	h.touch()
 }
 
-func (h *history) wrote(deployment string) {
+// events is how many events the history holds: a request's Seen.
+func (h *history) events() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.writes[deployment]++
+	return len(h.h.Events)
 }
 
 func (h *history) event(e reports.WatchEvent) {
 	h.mu.Lock()
 	h.h.Events = append(h.h.Events, e)
+	h.seen.upTo(h.h.Events, len(h.h.Events))
 	h.mu.Unlock()
 	h.touch()
+}
+
+// watched records a kind the observer watches.
+func (h *history) watched(resource string, gvk schema.GroupVersionKind) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.h.Resources == nil {
+		h.h.Resources = map[string]string{}
+	}
+	h.h.Resources[resource] = gvk.GroupVersion().String() + " " + gvk.Kind
+	h.seen.kinds[resource] = gvk
+}
+
+// selected are the objects sel matches as seen so far, by name.
+func (h *history) selected(sel Selector) []*unstructured.Unstructured {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seen.selected(sel)
+}
+
+// started records an instance's start.
+func (h *history) started(idx int, at time.Time) {
+	h.mu.Lock()
+	h.h.Lives = append(h.h.Lives, reports.Life{Instance: idx, Started: at})
+	h.mu.Unlock()
+}
+
+// ended records that a fault ended an instance.
+func (h *history) ended(idx int, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.h.Lives {
+		if l := &h.h.Lives[i]; l.Instance == idx && l.Ended.IsZero() {
+			l.Ended, l.Requests = at, len(h.h.Requests)
+		}
+	}
 }
 
 func (h *history) state(s reports.State) {
@@ -102,8 +150,9 @@ func (h *history) note(at time.Time, what string) {
 	h.h.Log = append(h.h.Log, reports.Entry{At: at, What: what})
 }
 
-// find records the first finding of a check; later ones of the same check
-// only count in the log.
+// find records what the run found as it happened (History.Recorded): the
+// first finding of a check; later ones of the same check only count in
+// the log.
 //
 // It does not touch: the goal does not read findings, and a panic's
 // handler calls it from whatever goroutine panicked, maybe in another
@@ -128,6 +177,6 @@ func (h *history) findLocked(f reports.Finding) {
 		return
 	}
 	h.broken[f.Check] = true
-	h.findings = append(h.findings, f)
+	h.h.Recorded = append(h.h.Recorded, f)
 	h.h.Log = append(h.h.Log, reports.Entry{At: f.At, What: "invariant " + f.Check + " broken: " + f.Detail})
 }

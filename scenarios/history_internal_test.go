@@ -18,6 +18,6 @@ func TestViolationFromOutsideTheBubble(t *testing.T) {
 	var h *history
 	synctest.Test(t, func(t *testing.T) { h = newHistory() })
 	h.violate(InvNoPanic, time.Now(), "", "", "a goroutine of another run panicked")
-	assert.Len(t, h.findings, 1)
-	assert.Equal(t, reports.KindPanic, h.findings[0].Kind)
+	assert.Len(t, h.h.Recorded, 1)
+	assert.Equal(t, reports.KindPanic, h.h.Recorded[0].Kind)
 }

@@ -88,6 +88,7 @@ func (r *run) startInstance(ctx context.Context) error {
 	r.injectors = append(r.injectors, inj)
 	r.mu.Unlock()
 	inj.Start(instCtx)
+	r.hist.started(idx, time.Now())
 	r.hist.log(time.Now(), fmt.Sprintf("instance %d started", idx))
 	// Not in r.wg: an instance that never returns must not hold up the
 	// run's end (stopInstances waits for it with a grace, and says so).
@@ -170,6 +171,7 @@ func (r *run) endInstance(ctx context.Context, inst *instance) {
 	}
 	inst.ended = true
 	r.restarting++
+	r.hist.ended(inst.index, time.Now())
 	r.mu.Unlock()
 	inst.cancel()
 	r.wg.Add(1)

@@ -44,7 +44,7 @@ func (r *run) every(ctx context.Context, period, until Duration, count int, act 
 func (r *run) interfere(ctx context.Context, i int, in Interference) {
 	who := fmt.Sprintf("interference %d", i)
 	r.every(ctx, in.Every, in.Until, in.Count, func(n int) {
-		objs := r.obs.selected(in.Select)
+		objs := r.hist.selected(in.Select)
 		if len(objs) == 0 {
 			return
 		}

@@ -24,45 +24,24 @@ import (
 )
 
 // observer is the harness's god view of the kinds a scenario names: an
-// unfaulted client's informers. It records what it sees, judges the
-// scenario's invariants on every change and its goal when asked, and keeps
-// each object's latest version for the write rules.
+// unfaulted client's informers. It records every change it sees in the
+// history, the object with it: the invariants, the write rules and the
+// goal are judged on that record (see judge.go and seen.go).
 type observer struct {
 	r          *run
 	namespaced dynamicinformer.DynamicSharedInformerFactory
 	cluster    dynamicinformer.DynamicSharedInformerFactory
+	mu         sync.Mutex
 	kinds      map[schema.GroupVersionKind]*kindInfo
-	byResource map[string]*kindInfo // by plural resource name
-	invariants []compiledInvariant
-	goals      []compiledExpectation
 	charts     []*charted
-	// across are the kinds the invariants across objects read; judged
-	// names the resourceVersions at which they were judged.
-	across   []string
-	judgedMu sync.Mutex
-	judged   map[string]bool
-	unjudged int
-	stopCh   chan struct{}
-
-	mu       sync.Mutex
-	latest   map[objectKey]*unstructured.Unstructured
-	versions map[objectKey][]*unstructured.Unstructured // the last keptVersions, oldest first
+	stopCh     chan struct{}
 }
-
-// keptVersions is how many versions of an object the observer keeps for
-// the write rules: an update is judged against the version it was based
-// on, which the observer saw shortly before.
-const keptVersions = 16
 
 type kindInfo struct {
 	gvk        schema.GroupVersionKind
 	gvr        schema.GroupVersionResource
 	namespaced bool
 	informer   cache.SharedIndexInformer
-}
-
-type objectKey struct {
-	resource, namespace, name string
 }
 
 type compiledInvariant struct {
@@ -78,37 +57,39 @@ type compiledExpectation struct {
 	sel  labels.Selector
 }
 
-func newObserver(r *run) (*observer, error) {
-	o := &observer{r: r, kinds: map[schema.GroupVersionKind]*kindInfo{}, byResource: map[string]*kindInfo{},
-		latest: map[objectKey]*unstructured.Unstructured{}, versions: map[objectKey][]*unstructured.Unstructured{}, stopCh: make(chan struct{})}
+func newObserver(r *run) *observer {
+	o := &observer{r: r, kinds: map[schema.GroupVersionKind]*kindInfo{}, stopCh: make(chan struct{})}
 	o.namespaced = dynamicinformer.NewFilteredDynamicSharedInformerFactory(r.kube.dynamic, 0, r.env.Namespace, nil)
 	o.cluster = dynamicinformer.NewDynamicSharedInformerFactory(r.kube.dynamic, 0)
-	for _, inv := range r.s.Invariants {
+	o.charts = chartedFields(&r.s)
+	return o
+}
+
+// compile compiles the scenario's invariants and goal.
+func compile(s *Scenario) ([]compiledInvariant, []compiledExpectation, error) {
+	var invs []compiledInvariant
+	for _, inv := range s.Invariants {
 		expr, err := compileRule(inv.Rule)
 		if err != nil {
-			return nil, fmt.Errorf("invariant %s: %w", inv.Name, err)
+			return nil, nil, fmt.Errorf("invariant %s: %w", inv.Name, err)
 		}
 		sel, _ := labels.Parse(inv.Select.Labels)
-		o.invariants = append(o.invariants, compiledInvariant{Invariant: inv, expr: expr, transition: expr.Transition(), sel: sel})
-		if expr.Across() {
-			o.across = append(o.across, kindsAcross(inv.Rule)...)
-			o.across = append(o.across, inv.Select.Kind)
-		}
+		invs = append(invs, compiledInvariant{Invariant: inv, expr: expr, transition: expr.Transition(), sel: sel})
 	}
-	for i, e := range r.s.Goal.Objects {
+	var goals []compiledExpectation
+	for i, e := range s.Goal.Objects {
 		c := compiledExpectation{Expectation: e}
 		if e.Condition != "" {
 			expr, err := expect.Compile(e.Condition, false)
 			if err != nil {
-				return nil, fmt.Errorf("goal.objects[%d]: %w", i, err)
+				return nil, nil, fmt.Errorf("goal.objects[%d]: %w", i, err)
 			}
 			c.expr = expr
 		}
 		c.sel, _ = labels.Parse(e.Select.Labels)
-		o.goals = append(o.goals, c)
+		goals = append(goals, c)
 	}
-	o.charts = chartedFields(&r.s)
-	return o, nil
+	return invs, goals, nil
 }
 
 // start watches every kind the scenario names. Kinds are mapped to
@@ -151,10 +132,8 @@ func (o *observer) watch(ctx context.Context, late bool) error {
 		}); err != nil {
 			return err
 		}
-		o.mu.Lock() // kindNamed reads it from the handlers of kinds watched already
 		o.kinds[gvk] = k
-		o.byResource[m.Resource.Resource] = k
-		o.mu.Unlock()
+		o.r.hist.watched(m.Resource.Resource, gvk)
 		added = append(added, k)
 	}
 	if len(added) == 0 {
@@ -177,59 +156,20 @@ func (o *observer) stop() {
 }
 
 func (o *observer) changed(k *kindInfo, typ string, obj any) {
+	tombstone := false
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
+		obj, tombstone = t.Obj, true
 	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
 	}
 	now := time.Now()
-	o.r.hist.event(reports.WatchEvent{At: now, Type: typ, Resource: k.gvr.Resource, Name: u.GetName(), RV: u.GetResourceVersion()})
-	key := objectKey{k.gvr.Resource, u.GetNamespace(), u.GetName()}
-	o.mu.Lock()
-	prev := o.latest[key]
-	if typ == "DELETED" {
-		delete(o.latest, key)
-		delete(o.versions, key)
-	} else {
-		o.latest[key] = u
-		vs := append(o.versions[key], u)
-		o.versions[key] = vs[max(len(vs)-keptVersions, 0):]
-	}
-	o.mu.Unlock()
-	if len(o.across) > 0 {
-		o.judgeAcross(u.GetResourceVersion(), now)
-	}
-	if typ == "DELETED" {
-		return
-	}
-	if len(o.charts) > 0 {
-		o.r.hist.chart(o.charts, k.gvk.GroupVersion().String()+" "+k.gvk.Kind, u, now)
-	}
-	for _, inv := range o.invariants {
-		if inv.expr.Across() {
-			continue
-		}
-		if inv.Select.APIVersion != k.gvk.GroupVersion().String() || inv.Select.Kind != k.gvk.Kind || !matches(inv.Select.Name, inv.sel, u) {
-			continue
-		}
-		var old map[string]any
-		if inv.transition {
-			if prev == nil {
-				continue
-			}
-			old = prev.Object
-		}
-		held, err := inv.expr.Eval(u.Object, old)
-		switch {
-		case errors.Is(err, expect.ErrMissing):
-			// A field not there yet: the rule says nothing of this version.
-		case err != nil:
-			o.r.hist.find(finding(InvRuleError, now, objectSubject(u), nil, fmt.Sprintf("invariant %s on %s %s: %v", inv.Name, k.gvk.Kind, u.GetName(), err)))
-		case !held:
-			o.r.hist.find(finding(inv.Name, now, objectSubject(u), nil, fmt.Sprintf("%s %s (resourceVersion %s): %s is false", k.gvk.Kind, u.GetName(), u.GetResourceVersion(), inv.Rule)))
-		}
+	kind := k.gvk.GroupVersion().String() + " " + k.gvk.Kind
+	o.r.hist.event(reports.WatchEvent{At: now, Type: typ, Resource: k.gvr.Resource, Name: u.GetName(), RV: u.GetResourceVersion(),
+		Kind: kind, Namespace: u.GetNamespace(), Object: recorded(u), Tombstone: tombstone})
+	if typ != "DELETED" && len(o.charts) > 0 {
+		o.r.hist.chart(o.charts, kind, u, now)
 	}
 }
 
@@ -237,64 +177,10 @@ func matches(name string, sel labels.Selector, u *unstructured.Unstructured) boo
 	return (name == "" || name == u.GetName()) && (sel == nil || sel.Matches(labels.Set(u.GetLabels())))
 }
 
-// selected are the observed objects sel matches, by name.
-func (o *observer) selected(sel Selector) []*unstructured.Unstructured {
-	gv, _ := schema.ParseGroupVersion(sel.APIVersion)
-	k := o.kinds[gv.WithKind(sel.Kind)]
-	if k == nil {
-		return nil
-	}
-	ls, err := labels.Parse(sel.Labels)
-	if err != nil {
-		return nil
-	}
-	var out []*unstructured.Unstructured
-	for _, obj := range k.informer.GetStore().List() {
-		if u, ok := obj.(*unstructured.Unstructured); ok && matches(sel.Name, ls, u) {
-			out = append(out, u)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
-	return out
-}
-
-// selects reports whether sel matches obj, an object of resource.
-func (o *observer) selects(sel Selector, resource string, obj map[string]any) bool {
-	k := o.byResource[resource]
-	if k == nil || sel.APIVersion != k.gvk.GroupVersion().String() || sel.Kind != k.gvk.Kind {
-		return false
-	}
-	ls, err := labels.Parse(sel.Labels)
-	if err != nil {
-		return false
-	}
-	return matches(sel.Name, ls, &unstructured.Unstructured{Object: obj})
-}
-
-// version is an object as observed at resourceVersion rv, or its latest
-// observed version when rv is empty; nil when not observed.
-func (o *observer) version(resource, namespace, name, rv string) map[string]any {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	key := objectKey{resource, namespace, name}
-	if rv == "" {
-		if u := o.latest[key]; u != nil {
-			return u.Object
-		}
-		return nil
-	}
-	for _, u := range o.versions[key] {
-		if u.GetResourceVersion() == rv {
-			return u.Object
-		}
-	}
-	return nil
-}
-
-// goal judges the scenario's expectations on the objects observed now.
-func (o *observer) goal() (bool, string) {
-	for i, e := range o.goals {
-		objs := o.selected(e.Select)
+// goalHolds judges the scenario's expectations on the objects seen.
+func goalHolds(goals []compiledExpectation, w *seen) (bool, string) {
+	for i, e := range goals {
+		objs := w.selected(e.Select)
 		what := describe(e.Select)
 		if e.Count != nil {
 			if len(objs) != *e.Count {
@@ -428,17 +314,12 @@ func diffMaps(prefix expect.Path, a, b map[string]any, out *[]string) {
 	}
 }
 
-// end is every object the observer holds, sorted by kind and name.
-func (o *observer) end() []reports.EndObject {
-	kindOf := map[string]string{}
-	for _, k := range o.kinds {
-		kindOf[k.gvr.Resource] = k.gvk.GroupVersion().String() + " " + k.gvk.Kind
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := make([]reports.EndObject, 0, len(o.latest))
-	for key, u := range o.latest {
-		out = append(out, reports.EndObject{Kind: kindOf[key.resource], Name: key.name, Object: u.DeepCopy().Object})
+// endObjects is every object seen at the end, sorted by kind and name.
+func endObjects(w *seen) []reports.EndObject {
+	out := make([]reports.EndObject, 0, len(w.latest))
+	for key, obj := range w.latest {
+		gvk := w.kinds[key.resource]
+		out = append(out, reports.EndObject{Kind: gvk.GroupVersion().String() + " " + gvk.Kind, Name: key.name, Object: obj})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {

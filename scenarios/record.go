@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
+		"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -85,6 +84,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 		Reaction: func(a k8stesting.Action) (bool, runtime.Object, error) {
 			// The store takes the request's object over (and stamps it):
 			// what the controller sent is copied first.
+			seen := r.hist.events()
 			var sent runtime.Object
 			if c, ok := a.(k8stesting.CreateAction); ok && (a.GetVerb() == "create" || a.GetVerb() == "update") && c.GetObject() != nil {
 				sent = c.GetObject().DeepCopyObject()
@@ -97,7 +97,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 				if !handled {
 					continue
 				}
-				r.fakeAction(idx, a, sent, err)
+				r.fakeAction(idx, a, seen, sent, err)
 				return true, obj, err
 			}
 			return false, nil, nil
@@ -105,6 +105,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 	watches := cs.Fake.WatchReactionChain
 	cs.Fake.WatchReactionChain = []k8stesting.WatchReactor{&k8stesting.SimpleWatchReactor{Resource: "*",
 		Reaction: func(a k8stesting.Action) (bool, watch.Interface, error) {
+			seen := r.hist.events()
 			for _, reactor := range watches {
 				if !reactor.Handles(a) {
 					continue
@@ -113,21 +114,22 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 				if !handled {
 					continue
 				}
-				r.fakeAction(idx, a, nil, err)
+				r.fakeAction(idx, a, seen, nil, err)
 				return true, w, err
 			}
 			return false, nil, nil
 		}}}
 }
 
-// fakeAction records a request of the fake clientset; sent is the object
-// a create or update sent, as it was sent.
-func (r *run) fakeAction(idx int, a k8stesting.Action, sent runtime.Object, err error) {
+// fakeAction records a request of the fake clientset: seen is how many
+// events the history held when it was sent, sent the object a create or
+// update sent, as it was sent.
+func (r *run) fakeAction(idx int, a k8stesting.Action, seen int, sent runtime.Object, err error) {
 	verb := a.GetVerb()
 	if verb == "delete-collection" {
 		verb = "deletecollection"
 	}
-	q := reports.Request{At: time.Now(), Instance: idx, Verb: verb, Resource: a.GetResource().Resource, Namespace: a.GetNamespace(), Code: code(verb, err)}
+	q := reports.Request{At: time.Now(), Instance: idx, Verb: verb, Resource: a.GetResource().Resource, Namespace: a.GetNamespace(), Code: code(verb, err), Seen: seen}
 	if a.GetSubresource() != "" {
 		q.Resource += "/" + a.GetSubresource()
 	}
@@ -142,23 +144,41 @@ func (r *run) fakeAction(idx int, a k8stesting.Action, sent runtime.Object, err 
 	if err != nil {
 		q.Error = err.Error()
 	}
-	r.hist.request(q)
-	r.pace(q.At)
-	if err != nil || !isWrite(verb) {
-		return
-	}
-	w := Write{Request: q, GVR: a.GetResource(), Subresource: a.GetSubresource(), Namespace: a.GetNamespace()}
-	switch act := a.(type) {
-	case k8stesting.PatchAction:
-		w.PatchType, w.Patch = act.GetPatchType(), act.GetPatch()
-	default:
-		if sent != nil && (verb == "create" || verb == "update") {
-			if u, e := runtime.DefaultUnstructuredConverter.ToUnstructured(sent); e == nil {
-				w.Object = u
+	var w *Write
+	if err == nil && isWrite(verb) {
+		w = &Write{Request: q, GVR: a.GetResource(), Subresource: a.GetSubresource(), Namespace: a.GetNamespace()}
+		switch act := a.(type) {
+		case k8stesting.PatchAction:
+			w.PatchType, w.Patch = act.GetPatchType(), act.GetPatch()
+		default:
+			if sent != nil && (verb == "create" || verb == "update") {
+				if u, e := runtime.DefaultUnstructuredConverter.ToUnstructured(sent); e == nil {
+					w.Object = u
+				}
 			}
 		}
+		q.Body = w.body()
+		w.Request = q
 	}
-	r.wrote(w)
+	r.hist.request(q)
+	r.pace(q.At)
+	if w != nil {
+		r.wrote(*w)
+	}
+}
+
+// body is what w sent, as the history keeps it.
+func (w *Write) body() *reports.Body {
+	b := &reports.Body{Group: w.GVR.Group, Version: w.GVR.Version, Subresource: w.Subresource, PatchType: string(w.PatchType)}
+	if len(w.Patch) > 0 && json.Valid(w.Patch) {
+		b.Patch = json.RawMessage(w.Patch)
+	} else if len(w.Patch) > 0 {
+		b.Patch, _ = json.Marshal(string(w.Patch)) // kept, as a string: patchPaths says it is not JSON
+	}
+	if w.Object != nil {
+		b.Object = recorded(&unstructured.Unstructured{Object: w.Object})
+	}
+	return b
 }
 
 func isWrite(verb string) bool {
@@ -194,9 +214,9 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 			if cr.Verb == "patch" || cr.Verb == "update" || cr.Verb == "create" {
 				body = readBody(req)
 			}
-			at := time.Now()
+			at, seen := time.Now(), r.hist.events()
 			resp, err := next.RoundTrip(req)
-			q := reports.Request{At: at, Instance: idx, Verb: cr.Verb, Resource: cr.Resource, Namespace: cr.Namespace, Name: cr.Name}
+			q := reports.Request{At: at, Instance: idx, Verb: cr.Verb, Resource: cr.Resource, Namespace: cr.Namespace, Name: cr.Name, Seen: seen}
 			if cr.Subresource != "" {
 				q.Resource += "/" + cr.Subresource
 			}
@@ -205,28 +225,32 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 			} else {
 				q.Code = resp.StatusCode
 			}
-			r.hist.request(q)
-			r.pace(q.At)
-			if err != nil || resp.StatusCode >= 300 || !isWrite(cr.Verb) {
-				return resp, err
-			}
-			w := Write{Request: q, GVR: schema.GroupVersionResource{Group: cr.Group, Version: cr.Version, Resource: cr.Resource},
-				Subresource: cr.Subresource, Namespace: cr.Namespace}
-			switch cr.Verb {
-			case "patch":
-				w.PatchType, w.Patch = types.PatchType(req.Header.Get("Content-Type")), body
-			case "create", "update":
-				var obj map[string]any
-				if json.Unmarshal(body, &obj) == nil {
-					w.Object = obj
-					if w.Name == "" {
-						if md, ok := obj["metadata"].(map[string]any); ok {
-							w.Name, _ = md["name"].(string)
+			var w *Write
+			if err == nil && resp.StatusCode < 300 && isWrite(cr.Verb) {
+				w = &Write{GVR: schema.GroupVersionResource{Group: cr.Group, Version: cr.Version, Resource: cr.Resource},
+					Subresource: cr.Subresource, Namespace: cr.Namespace}
+				switch cr.Verb {
+				case "patch":
+					w.PatchType, w.Patch = types.PatchType(req.Header.Get("Content-Type")), body
+				case "create", "update":
+					var obj map[string]any
+					if json.Unmarshal(body, &obj) == nil {
+						w.Object = obj
+						if q.Name == "" {
+							if md, ok := obj["metadata"].(map[string]any); ok {
+								q.Name, _ = md["name"].(string)
+							}
 						}
 					}
 				}
+				q.Body = w.body()
+				w.Request = q
 			}
-			r.wrote(w)
+			r.hist.request(q)
+			r.pace(q.At)
+			if w != nil {
+				r.wrote(*w)
+			}
 			return resp, err
 		})
 	}
@@ -278,81 +302,11 @@ func bookkeeping(resource string) bool {
 	return resource == "leases" || resource == "events"
 }
 
-// wrote judges one successful write of the controller.
+// wrote shows one successful write of the controller to its own judge.
 func (r *run) wrote(w Write) {
 	if j := r.judge; j != nil {
 		j.Wrote(w)
 	}
-	if bookkeeping(w.GVR.Resource) {
-		return
-	}
-	r.hist.wrote(w.GVR.Resource + "/" + w.Name)
-	r.mu.Lock()
-	r.lastWrite = w.At
-	r.mu.Unlock()
-	r.checkWriter(w.Request)
-	if len(r.s.Writes) > 0 {
-		r.checkWriteRules(w)
-	}
-}
-
-// checkWriter: a write by one instance while another that wrote before is
-// still alive means two writers at once (a failover without fencing).
-func (r *run) checkWriter(q reports.Request) {
-	r.mu.Lock()
-	prev, had := r.lastWriter, r.anyWrite
-	r.lastWriter, r.anyWrite = q.Instance, true
-	other := r.instances[prev]
-	alive := had && prev != q.Instance && other != nil && !other.ended
-	r.mu.Unlock()
-	if alive {
-		r.hist.find(finding(InvSingleWriter, q.At, requestSubject(q), &q, fmt.Sprintf("instance %d wrote %s while instance %d, which wrote before it, was still running", q.Instance, q.Name, prev)))
-	}
-}
-
-// checkWriteRules breaks writes-allowed when no write rule allows w.
-func (r *run) checkWriteRules(w Write) {
-	latest := r.obs.version(w.GVR.Resource, w.Namespace, w.Name, "")
-	subject := latest
-	if w.Verb == "create" && w.Object != nil {
-		subject = w.Object
-	}
-	var changed []string
-	switch {
-	case w.Verb == "patch" && len(w.Patch) > 0: // else its body could not be read
-		changed = patchPaths(w.PatchType, w.Patch)
-	case w.Verb == "update" && w.Object != nil:
-		// Against the version the update was based on; one the observer
-		// has not seen is not judged by field.
-		rv, _, _ := unstructured.NestedString(w.Object, "metadata", "resourceVersion")
-		if base := r.obs.version(w.GVR.Resource, w.Namespace, w.Name, rv); base != nil {
-			changed = diffPaths(base, w.Object, w.Subresource)
-		}
-	}
-	why := ""
-	for _, rule := range r.s.Writes {
-		if subject == nil || !r.obs.selects(rule.Select, w.GVR.Resource, subject) {
-			continue
-		}
-		if len(rule.Verbs) > 0 && !slices.Contains(rule.Verbs, w.Verb) {
-			why = fmt.Sprintf("no rule lets it %s", w.Verb)
-			continue
-		}
-		if bad := disallowed(changed, rule.Fields); bad != "" {
-			why = "no rule lets it write " + bad
-			continue
-		}
-		return
-	}
-	if why == "" {
-		why = "no write rule selects it"
-	}
-	what := w.Resource
-	if w.Name != "" {
-		what += "/" + w.Name
-	}
-	subj := reports.Subject{Group: w.GVR.Group, Resource: w.GVR.Resource, Namespace: w.Namespace, Name: w.Name}
-	r.hist.find(finding(InvWritesAllowed, w.At, subj, &w.Request, fmt.Sprintf("the controller's %s of %s: %s", w.Verb, what, why)))
 }
 
 // disallowed is the first of paths that fields do not allow, or "".

@@ -155,11 +155,8 @@ type run struct {
 	opts Options
 	res  *reports.Result
 	hist *history
-	// busyPolls counts the goal polls in a row that found an instance
-	// with work (the goal poller's alone).
-	busyPolls int
-	// evaluations counts the goal's (the goal watcher's alone).
-	evaluations int
+	// goals are the scenario's, compiled.
+	goals []compiledExpectation
 
 	env    *sim.Env
 	fakeBE *fake.Backend
@@ -173,9 +170,6 @@ type run struct {
 	instances  map[int]*instance
 	nextIndex  int
 	restarting int // restarts scheduled, not yet started
-	lastWriter int // the instance that last wrote an object
-	anyWrite   bool
-	lastWrite  time.Time // of the controller's last write (Leases and Events aside)
 	wg         sync.WaitGroup
 	shared     chaos.Shared
 	injectors  []*chaos.Injector
@@ -290,8 +284,12 @@ func (r *run) run(ctx context.Context) error {
 			return fmt.Errorf("fault %s needs a control plane the %s backend does not have", in.Fault.Name(), r.opts.Backend)
 		}
 	}
+	if _, r.goals, err = compile(&r.s); err != nil {
+		return err
+	}
 	r.start = time.Now()
 	r.res.Started = r.start
+	r.hist.h.Start = r.start
 	r.instances = map[int]*instance{}
 
 	r.kube, err = newKube(env.RESTConfig, env.Namespace)
@@ -311,10 +309,7 @@ func (r *run) run(ctx context.Context) error {
 	if j, ok := r.opts.Controller.(Judged); ok {
 		r.judge = j.Judge()
 	}
-	r.obs, err = newObserver(r)
-	if err != nil {
-		return err
-	}
+	r.obs = newObserver(r)
 	if err := r.obs.start(ctx); err != nil {
 		return err
 	}

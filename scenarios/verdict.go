@@ -14,7 +14,8 @@ import (
 	"github.com/converge-lab/converge/reports"
 )
 
-// verdict turns the history into the verdict, counters and budgets.
+// verdict judges the run from its history (judgeHistory) and adds the
+// counters and budgets.
 func (r *run) verdict() {
 	res := r.res
 	h := r.hist
@@ -22,53 +23,86 @@ func (r *run) verdict() {
 	defer h.mu.Unlock()
 	res.Simulated = reports.Duration(time.Since(r.start))
 	res.Settle, res.Deadline = r.s.Timing.Settle, r.s.Timing.Deadline
-	res.Invariants = r.invariants()
-	r.checkForbidden()
-	res.History = h.h
-	if r.opts.EndState && r.obs != nil {
-		res.History.End = r.obs.end()
+	var judgeChecks []string
+	var needed map[string]int
+	if r.judge != nil {
+		judgeChecks, needed = r.judge.Invariants(), r.judge.Needed()
 	}
-	found := slices.DeleteFunc(slices.Clone(h.findings), func(f reports.Finding) bool {
-		return slices.Contains(r.s.Allow, f.Check)
+	res.History = h.h
+	if r.opts.EndState {
+		res.History.End = endObjects(h.seen)
+	}
+	if _, err := conclude(&r.s, res, judgeChecks, needed); err != nil {
+		res.Error = err.Error()
+		return
+	}
+	if r.identity().IsZero() {
+		res.Notes = append(res.Notes, "the controller ran with full rights: it declares no RBAC (implement scenarios.Identified), so a request a real cluster would refuse went through")
+	}
+	if lag := time.Duration(res.Counters.PodLag); !res.Pass && lag >= slowPods {
+		res.Notes = append(res.Notes, fmt.Sprintf("a Deployment waited %v for the pods it asked for: the %s backend was slow to create them, and the scenario's timings may not have left room for that", lag.Round(100*time.Millisecond), r.opts.Backend))
+	}
+}
+
+// conclude judges res.History under s (with its defaults) and sets the
+// verdict, counters and budgets of res from it. judgeChecks are the checks
+// of the controller's own judge, needed what it says each object needed.
+func conclude(s *Scenario, res *reports.Result, judgeChecks []string, needed map[string]int) (judged, error) {
+	h := &res.History
+	j, err := judgeHistory(s, h)
+	if err != nil {
+		return j, err
+	}
+	res.Invariants = invariantNames(s, judgeChecks)
+	found := slices.DeleteFunc(j.findings, func(f reports.Finding) bool {
+		return slices.Contains(s.Allow, f.Check)
 	})
 	slices.SortStableFunc(found, func(a, b reports.Finding) int { return a.At.Compare(b.At) })
-	res.Findings = append(res.Findings, found...)
+	res.Findings, res.Violations = nil, nil
 	for _, f := range found {
-		res.Violations = append(res.Violations, f.Violation())
+		if f.Kind != reports.KindGoal {
+			res.Violations = append(res.Violations, f.Violation())
+		}
+	}
+	res.Findings = append(res.Findings, found...)
+	res.Converged, res.TimeToConverge = j.converged, 0
+	if j.converged {
+		res.TimeToConverge = reports.Duration(j.ttc)
 	}
 	c := reports.Counters{RequestsByVerb: map[string]int{}, RequestsByCode: map[string]int{}, Writes: map[string]int{}, Needed: map[string]int{},
-		Reconciles: -1, Retries: -1, Faults: len(h.h.Faults), Instances: r.nextIndex, GoalEvaluations: r.evaluations}
-	for _, q := range h.h.Requests {
+		Reconciles: -1, Retries: -1, Faults: len(h.Faults), Instances: len(h.Lives), GoalEvaluations: len(h.Polls)}
+	namespaces := map[string]string{}
+	for _, q := range h.Requests {
 		c.RequestsByVerb[q.Verb]++
 		code := strconv.Itoa(q.Code)
 		if q.Code == 0 {
 			code = "error"
 		}
 		c.RequestsByCode[code]++
+		if successfulWrite(q) {
+			resource, _, _ := strings.Cut(q.Resource, "/")
+			c.Writes[resource+"/"+q.Name]++
+			namespaces[resource+"/"+q.Name] = q.Namespace
+		}
 	}
-	for name, n := range h.writes {
-		c.Writes[name] = n
+	maps.Copy(c.Needed, needed)
+	if n := len(h.Samples); n > 0 {
+		c.Reconciles, c.Retries = h.Samples[n-1].Reconciles, h.Samples[n-1].Retries
 	}
-	if r.judge != nil {
-		maps.Copy(c.Needed, r.judge.Needed())
-	}
-	if n := len(h.h.Samples); n > 0 {
-		c.Reconciles, c.Retries = h.h.Samples[n-1].Reconciles, h.h.Samples[n-1].Retries
-	}
-	c.PodLag = reports.Duration(reports.PodLag(h.h.States))
+	c.PodLag = reports.Duration(reports.PodLag(h.States))
 	res.Counters = c
-	res.Unfired = unfired(r.s.Faults, h.h.Faults)
+	res.Unfired = unfired(s.Faults, h.Faults)
 	for _, name := range res.Unfired {
 		res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckFaultsFire, Kind: reports.KindUnfired, Detail: name})
 	}
 
-	b := r.s.Budgets
+	b := s.Budgets
 	if b.WritesPerObject > 0 {
 		for _, obj := range sortedKeys(c.Writes) {
 			if w := c.Writes[obj]; w > b.WritesPerObject {
 				resource, name, _ := strings.Cut(obj, "/")
 				res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckBudgetWrites, Kind: reports.KindBudget,
-					Subject: reports.Subject{Resource: resource, Namespace: r.env.Namespace, Name: name}, Count: w, Limit: b.WritesPerObject})
+					Subject: reports.Subject{Resource: resource, Namespace: namespaces[obj], Name: name}, Count: w, Limit: b.WritesPerObject})
 			}
 		}
 	}
@@ -78,7 +112,7 @@ func (r *run) verdict() {
 	for _, key := range sortedKeys(b.Requests) {
 		verb, resource, _ := strings.Cut(key, " ")
 		n := 0
-		for _, q := range h.h.Requests {
+		for _, q := range h.Requests {
 			if q.Verb == verb && (resource == "" || q.Resource == resource) {
 				n++
 			}
@@ -87,19 +121,9 @@ func (r *run) verdict() {
 			res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckBudgetRequests, Kind: reports.KindBudget, Key: key, Count: n, Limit: b.Requests[key]})
 		}
 	}
-	res.Reasons = reports.Sentences(res.Findings, r.start)
+	res.Reasons = reports.Sentences(res.Findings, h.Start)
 	res.Pass = len(res.Reasons) == 0 && res.Converged
-	if r.identity().IsZero() {
-		res.Notes = append(res.Notes, "the controller ran with full rights: it declares no RBAC (implement scenarios.Identified), so a request a real cluster would refuse went through")
-	}
-	if r.obs != nil {
-		if judged, unjudged := r.obs.acrossCounts(); unjudged > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("invariants across objects went unjudged at %d of %d instants: the API server could not list them as they were then (see the log)", unjudged, judged))
-		}
-	}
-	if lag := time.Duration(c.PodLag); !res.Pass && lag >= slowPods {
-		res.Notes = append(res.Notes, fmt.Sprintf("a Deployment waited %v for the pods it asked for: the %s backend was slow to create them, and the scenario's timings may not have left room for that", lag.Round(100*time.Millisecond), r.opts.Backend))
-	}
+	return j, nil
 }
 
 // unfired names the faults of specs that no firing came from, as
@@ -125,20 +149,19 @@ func unfired(specs []chaos.Spec, firings []chaos.Firing) []string {
 	return out
 }
 
-// invariants names every invariant judged in the run.
-func (r *run) invariants() []string {
-	var out []string
-	if r.judge != nil {
-		out = append(out, r.judge.Invariants()...)
-	}
-	for _, inv := range r.s.Invariants {
+// invariantNames names every invariant judged in a run of s: the
+// controller's own judge's checks, the scenario's, and the built-in ones
+// the scenario does not allow.
+func invariantNames(s *Scenario, judgeChecks []string) []string {
+	out := slices.Clone(judgeChecks)
+	for _, inv := range s.Invariants {
 		out = append(out, inv.Name)
 	}
-	if len(r.s.Writes) > 0 {
+	if len(s.Writes) > 0 {
 		out = append(out, InvWritesAllowed)
 	}
 	for _, b := range BuiltinInvariants {
-		if b != InvWritesAllowed && !slices.Contains(r.s.Allow, b) {
+		if b != InvWritesAllowed && !slices.Contains(s.Allow, b) {
 			out = append(out, b)
 		}
 	}
@@ -151,11 +174,11 @@ func (r *run) invariants() []string {
 // bindings have synced.
 const restartGrace = time.Minute
 
-// checkForbidden breaks no-forbidden-request on the controller's first
-// 401 or 403, saying how many followed. Callers hold r.hist.mu.
-func (r *run) checkForbidden() {
+// forbidden breaks no-forbidden-request on the controller's first 401 or
+// 403, saying how many followed.
+func (j *judging) forbidden() {
 	var restarts []time.Time
-	for _, f := range r.hist.h.Faults {
+	for _, f := range j.h.Faults {
 		if f.Fault == "apiserver-restart" {
 			restarts = append(restarts, f.At)
 		}
@@ -165,10 +188,10 @@ func (r *run) checkForbidden() {
 	}
 	var first *reports.Request
 	n := 0
-	for i, q := range r.hist.h.Requests {
+	for i, q := range j.h.Requests {
 		if (q.Code == http.StatusUnauthorized || q.Code == http.StatusForbidden) && !warming(q.At) {
 			if first == nil {
-				first = &r.hist.h.Requests[i]
+				first = &j.h.Requests[i]
 			}
 			n++
 		}
@@ -190,5 +213,5 @@ func (r *run) checkForbidden() {
 	if first.Error != "" {
 		detail += ": " + text.FirstLine(first.Error)
 	}
-	r.hist.findLocked(finding(InvNoForbidden, first.At, requestSubject(*first), first, detail))
+	j.find(finding(InvNoForbidden, first.At, requestSubject(*first), first, detail))
 }

@@ -6,6 +6,7 @@
 //	converge run [SCENARIO | FILE.yaml ...] --backend fake,envtest,cluster --seeds 1-5 --report DIR --junit FILE
 //	converge replay RESULT.json
 //	converge report RESULTS_DIR
+//	converge judge RESULT.json|RESULTS_DIR... [--scenario FILE] [--out DIR]
 //	converge merge RESULTS_DIR... --report DIR
 //	converge explore SCENARIO | FILE.yaml
 //	converge shrink RESULT.json

@@ -71,7 +71,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(listCommand(ctx, stdout, stderr), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout),
-		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout),
+		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout), judgeCommand(ctx, stdout),
 		kwokCommand(ctx, stdout, stderr))
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {

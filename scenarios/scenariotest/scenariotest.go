@@ -437,6 +437,7 @@ func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenario
 			t.Logf("result: %s (simulated %v, wall %v)", path, time.Duration(res.Simulated), time.Duration(res.Wall).Round(time.Millisecond))
 		}
 	}
+	sameJudgedAgain(t, s, res)
 	if !res.Pass {
 		why := slices.Concat(res.Reasons, res.Notes)
 		t.Errorf("%s on %s, seed %d, failed:\n  %s\nreplay: %s", s.Name, backend, seed, strings.Join(why, "\n  "), res.Replay)
@@ -445,6 +446,35 @@ func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenario
 		t.Errorf("%s on %s, seed %d: never fired: %s (the scenario proves nothing about them)\nreplay: %s", s.Name, backend, seed, strings.Join(res.Unfired, ", "), res.Replay)
 	}
 	return res
+}
+
+// sameJudgedAgain judges res's history again, as saved and read back, and
+// fails t unless the verdict is the live one, finding for finding: a
+// verdict depends on the history alone (scenarios.Rejudge), and a
+// difference is converge's bug.
+func sameJudgedAgain(t *testing.T, s *scenarios.Scenario, res *reports.Result) {
+	t.Helper()
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Errorf("encoding the result: %v", err)
+		return
+	}
+	var saved reports.Result
+	if err := json.Unmarshal(data, &saved); err != nil {
+		t.Errorf("decoding the result: %v", err)
+		return
+	}
+	again, err := scenarios.Rejudge(&saved, s)
+	if err != nil {
+		t.Errorf("judging the saved history again: %v", err)
+		return
+	}
+	live, _ := json.Marshal(saved.Findings)
+	judged, _ := json.Marshal(again.Findings)
+	if string(live) != string(judged) || saved.Converged != again.Converged || saved.TimeToConverge != again.TimeToConverge || saved.Pass != again.Pass {
+		t.Errorf("converge's bug: %s on %s, seed %d, judged again from its saved history, differs from the live verdict\n  live:   converged %v at %v, %s\n  again: converged %v at %v, %s",
+			s.Name, res.Backend, res.Seed, saved.Converged, time.Duration(saved.TimeToConverge), live, again.Converged, time.Duration(again.TimeToConverge), judged)
+	}
 }
 
 // replay is the go test command that runs t again: from the module's
