@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-		"io"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
