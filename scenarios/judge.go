@@ -408,7 +408,7 @@ func (j *judging) goal() judged {
 			}
 		}
 		if converged, missed := g.step(p.At, ok, why, lastWrite, nil); converged {
-			return judged{converged: true, ttc: g.holding.Sub(j.h.Start), decided: true}
+			return judged{converged: true, ttc: g.holding.Sub(g.start), decided: true}
 		} else if missed != nil {
 			j.find(*missed)
 			return judged{decided: true}
@@ -427,7 +427,11 @@ type goalClock struct {
 	busyPolls         int
 }
 
+// Instants are taken on the wall clock (Round(0) drops a monotonic
+// reading): a saved history has no monotonic readings, and the goal must
+// come out the same from it as during the run.
 func newGoalClock(s *Scenario, start time.Time) *goalClock {
+	start = start.Round(0)
 	return &goalClock{start: start, deadline: start.Add(time.Duration(s.Timing.Deadline)), settle: time.Duration(s.Timing.Settle),
 		faultsEnd: s.FaultsEnd(), busy: s.Goal.Busy}
 }
@@ -472,6 +476,7 @@ func (g *goalClock) answer(goals []compiledExpectation, w *seen, p reports.Poll)
 // faults, or the goal's finding once the deadline has passed. note, when
 // not nil, hears when the goal starts to hold and when it is lost.
 func (g *goalClock) step(at time.Time, ok bool, why string, lastWrite time.Time, note func(time.Time, string)) (converged bool, missed *reports.Finding) {
+	at, lastWrite = at.Round(0), lastWrite.Round(0)
 	// A write of the controller restarts the settle window, unless the
 	// goal lets it stay busy.
 	if ok && !g.busy && !g.holding.IsZero() && lastWrite.After(g.holding) {

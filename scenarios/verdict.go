@@ -121,7 +121,7 @@ func conclude(s *Scenario, res *reports.Result, judgeChecks []string, needed map
 			res.Findings = append(res.Findings, reports.Finding{Check: reports.CheckBudgetRequests, Kind: reports.KindBudget, Key: key, Count: n, Limit: b.Requests[key]})
 		}
 	}
-	res.Reasons = reports.Sentences(res.Findings, h.Start)
+	res.Reasons = reports.Sentences(res.Findings, h.Start.Round(0))
 	res.Pass = len(res.Reasons) == 0 && res.Converged
 	return j, nil
 }
