@@ -23,10 +23,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -36,4 +41,53 @@ func main() {
 		fmt.Fprintln(os.Stderr, "converge:", err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// errFailed: some run failed its verdict (exit 1); usage errors exit 2.
+var errFailed = errors.New("some runs failed")
+
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return st.code
+	}
+	return 1
+}
+
+// exitStatus is a command's exit status passed on (converge kwok -- CMD).
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e exitStatus) Error() string { return e.err.Error() }
+
+// Run is the whole CLI.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	root := &cobra.Command{
+		Use:           "converge",
+		Short:         "Run chaos scenarios against a Kubernetes controller and judge whether the world converges",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(listCommand(ctx, stdout, stderr), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout),
+		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout), judgeCommand(ctx, stdout),
+		kwokCommand(ctx, stdout, stderr))
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		return usageError{err}
+	}
+	return err
 }

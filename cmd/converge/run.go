@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,118 +25,9 @@ import (
 	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
-	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 	"github.com/converge-lab/converge/sim/kwok"
 )
-
-// errFailed: some run failed its verdict (exit 1); usage errors exit 2.
-var errFailed = errors.New("some runs failed")
-
-type usageError struct{ error }
-
-func (u usageError) Unwrap() error { return u.error }
-
-func exitCode(err error) int {
-	var u usageError
-	if errors.As(err, &u) {
-		return 2
-	}
-	var st exitStatus
-	if errors.As(err, &st) {
-		return st.code
-	}
-	return 1
-}
-
-// exitStatus is a command's exit status passed on (converge kwok -- CMD).
-type exitStatus struct {
-	code int
-	err  error
-}
-
-func (e exitStatus) Error() string { return e.err.Error() }
-
-// Run is the whole CLI.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	root := &cobra.Command{
-		Use:           "converge",
-		Short:         "Run chaos scenarios against a Kubernetes controller and judge whether the world converges",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.SetArgs(args)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(listCommand(ctx, stdout, stderr), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout),
-		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout), judgeCommand(ctx, stdout),
-		kwokCommand(ctx, stdout, stderr))
-	err := root.ExecuteContext(ctx)
-	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
-		return usageError{err}
-	}
-	return err
-}
-
-func listCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the catalogue's scenarios, or those of --package or --test-binary",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			var listed []scenariotest.Listed
-			if f.pkg == "" && f.testBinary == "" {
-				all, err := scaler.Catalogue()
-				if err != nil {
-					return err
-				}
-				for _, s := range all {
-					l := scenariotest.Listed{Name: s.Name, Backends: s.RunsOnBackends(), Catches: s.Catches}
-					for _, fault := range s.Faults {
-						l.Faults = append(l.Faults, fault.Fault)
-					}
-					listed = append(listed, l)
-				}
-			} else {
-				if f.testBinary != "" && f.pkg != "" {
-					return usageError{errors.New("--test-binary and --package both name the tests; pass one")}
-				}
-				t, err := findTests(ctx, f, stderr)
-				if err != nil {
-					return err
-				}
-				if listed, err = t.list(ctx, nil); err != nil {
-					return err
-				}
-			}
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tBACKENDS\tFAULTS\tCATCHES")
-			for _, l := range listed {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Name, strings.Join(l.Backends, ","), orDash(strings.Join(slices.Compact(l.Faults), ",")), oneLine(l.Catches, 70))
-			}
-			return tw.Flush()
-		},
-	}
-	f.testFlags(cmd)
-	return cmd
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n-3] + "..."
-	}
-	return s
-}
 
 type runFlags struct {
 	parallel   int
@@ -676,90 +566,6 @@ func writeJUnit(path string, results []*reports.Result) error {
 	return out.Close()
 }
 
-// replayCommand runs a result's scenario again with its backend and seed
-// and says whether the verdict and the fault schedule came out the same.
-func replayCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
-	var file string
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "replay RESULT.json",
-		Short: "Run a result's scenario again with the same backend and seed, and compare",
-		Long: `Run a result's scenario again with the same backend and seed, and compare the
-verdict and the fault schedule. The result holds the scenario it ran, so no
-catalogue or file is needed; --file replays an older result that does not.
-A run of a controller other than the scaler needs the tests that ran it:
---package or --test-binary, as converge run had them. A run on the cluster
-backend replays on a cluster: --kubeconfig, or --kwok for a kwokctl cluster
-started for the replay.`,
-		Args: exactlyOne("replay", "one result file"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			old, err := reports.Read(args[0])
-			if err != nil {
-				return usageError{err}
-			}
-			switch {
-			case old.Backend == scenarios.Cluster && f.kubeconfig == "" && !f.kwok:
-				return usageError{fmt.Errorf("%s is a run on a cluster: replay it on one with --kubeconfig PATH, or --kwok to start a kwokctl cluster", args[0])}
-			case old.Backend != scenarios.Cluster && (f.kubeconfig != "" || f.kwok):
-				return usageError{fmt.Errorf("%s is a run on %s: --kubeconfig and --kwok are for a run on a cluster", args[0], old.Backend)}
-			}
-			dir, err := os.MkdirTemp("", "converge-replay-")
-			if err != nil {
-				return err
-			}
-			var scenarioArg string
-			if err := f.testsOf(args[0], old); err != nil {
-				return err
-			}
-			switch {
-			case file != "":
-				scenarioArg = file
-			case len(old.Spec) > 0:
-				// The scenario as it ran, whatever the catalogue holds now.
-				scenarioArg = filepath.Join(dir, "scenario.yaml")
-				if err := os.WriteFile(scenarioArg, old.Spec, 0o644); err != nil {
-					return err
-				}
-			default:
-				// An older result: the tests' own scenario of that name.
-				scenarioArg = old.Scenario
-			}
-			f.backends, f.seeds, f.report, f.parallel = []string{old.Backend}, strconv.FormatUint(old.Seed, 10), filepath.Join(dir, "results"), 1
-			p, err := f.check(ctx, []string{scenarioArg}, stderr)
-			if err != nil {
-				return err
-			}
-			if got := p.listed()[0].Name; got != old.Scenario {
-				return usageError{fmt.Errorf("%s is scenario %q, the result is of %q", scenarioArg, got, old.Scenario)}
-			}
-			stop, err := p.startKwok(ctx, stdout, stderr)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			runErr := runCompiled(ctx, p, stdout, stderr)
-			results, _ := p.collect()
-			if len(results) == 0 {
-				return errors.Join(errors.New("the replay produced no result"), runErr)
-			}
-			again := results[0]
-			fmt.Fprintf(stdout, "before: pass=%v %s\nreplay: pass=%v %s\n", old.Pass, strings.Join(old.Reasons, "; "), again.Pass, strings.Join(again.Reasons, "; "))
-			same := sameFaults(old, again)
-			fmt.Fprintf(stdout, "fault schedule: %s\nresult: %s\n", same, filepath.Join(p.report, again.FileName()))
-			if !again.Pass {
-				return errFailed
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&file, "file", "", "the scenario file, for a result that does not hold its scenario")
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster a cluster run replays on")
-	cmd.Flags().BoolVar(&f.kwok, "kwok", false, "replay a cluster run on a kwokctl cluster started for the replay and deleted after it")
-	f.testFlags(cmd)
-	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of the run")
-	return cmd
-}
-
 // exactlyOne accepts one positional argument, what the command takes.
 func exactlyOne(command, what string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
@@ -777,35 +583,6 @@ func (f runFlags) testsOf(file string, r *reports.Result) error {
 		return usageError{fmt.Errorf("%s is a run of controller %q: pass its tests with --package or --test-binary", file, r.Controller)}
 	}
 	return nil
-}
-
-// sameFaults compares two runs' firings as multisets per instant (to the
-// millisecond): firings at one instant have no order of their own.
-func sameFaults(a, b *reports.Result) string {
-	type firing struct {
-		at             time.Duration
-		fault, request string
-	}
-	key := func(r *reports.Result) []firing {
-		out := make([]firing, 0, len(r.History.Faults))
-		for _, f := range r.History.Faults {
-			out = append(out, firing{f.At.Sub(r.Started).Round(time.Millisecond), f.Fault, f.Request})
-		}
-		slices.SortFunc(out, func(x, y firing) int {
-			return cmp.Or(cmp.Compare(x.at, y.at), strings.Compare(x.fault, y.fault), strings.Compare(x.request, y.request))
-		})
-		return out
-	}
-	fa, fb := key(a), key(b)
-	for i := range min(len(fa), len(fb)) {
-		if fa[i] != fb[i] {
-			return fmt.Sprintf("differs from firing %d: %s %s at %v, then %s %s at %v", i+1, fa[i].fault, fa[i].request, fa[i].at, fb[i].fault, fb[i].request, fb[i].at)
-		}
-	}
-	if len(fa) != len(fb) {
-		return fmt.Sprintf("differs: %d firings, then %d", len(fa), len(fb))
-	}
-	return fmt.Sprintf("the same %d firings at the same instants", len(fa))
 }
 
 // timeTable prints, per scenario and backend, its runs, how many failed
