@@ -38,8 +38,9 @@ type apiServerRestart struct {
 	t Target
 }
 
-func (f apiServerRestart) Name() string   { return "apiserver-restart" }
+func (f apiServerRestart) Name() string   { return FaultAPIServerRestart }
 func (f apiServerRestart) Target() Target { return f.t }
+func (f apiServerRestart) plane() Plane   { return Plane{RestartsAPIServer: true} }
 func (f apiServerRestart) apply(ctx context.Context, cp ControlPlane, _ *Injector) (string, error) {
 	began := time.Now()
 	if err := cp.RestartAPIServer(ctx); err != nil {
@@ -63,8 +64,9 @@ type compaction struct {
 	t Target
 }
 
-func (f compaction) Name() string   { return "compaction" }
+func (f compaction) Name() string   { return FaultCompaction }
 func (f compaction) Target() Target { return f.t }
+func (f compaction) plane() Plane   { return Plane{NeedsNoWatchCache: true} }
 func (f compaction) apply(ctx context.Context, cp ControlPlane, inj *Injector) (string, error) {
 	if err := cp.Compact(ctx); err != nil {
 		return "", err
@@ -77,6 +79,61 @@ func (f compaction) apply(ctx context.Context, cp ControlPlane, inj *Injector) (
 type controlPlaneFault interface {
 	Fault
 	apply(ctx context.Context, cp ControlPlane, inj *Injector) (outcome string, err error)
+	plane() Plane
+}
+
+// Plane is what a control-plane fault does to the plane, for the harness
+// that schedules it, picks the plane it runs on and judges the run.
+type Plane struct {
+	// RestartsAPIServer: the API server goes away and comes back. Its
+	// authorizer refuses requests until its caches of roles and bindings
+	// have synced, so a 401 or 403 soon after is the server's, not the
+	// controller's; and the plane must be the run's alone.
+	RestartsAPIServer bool
+	// NeedsNoWatchCache: the fault is felt only where watches are served
+	// from storage rather than from the API server's watch cache.
+	NeedsNoWatchCache bool
+}
+
+// PlaneOf says whether f acts on the control plane (Plan.ControlPlane)
+// rather than on requests, and what it does to it.
+func PlaneOf(f Fault) (Plane, bool) {
+	cp, ok := f.(controlPlaneFault)
+	if !ok {
+		return Plane{}, false
+	}
+	return cp.plane(), true
+}
+
+// EndsInstance says whether the fault of that name ends the controller
+// instance it fires in (a crash, a SIGTERM), so that a run restarts it.
+func EndsInstance(name string) bool {
+	f, ok := faultNamed(name)
+	if !ok {
+		return false
+	}
+	_, ends := f.(interface{ endsInstance() })
+	return ends
+}
+
+// faultNamed is a fault of that name with parameters any fault accepts.
+func faultNamed(name string) (Fault, bool) {
+	build, ok := registry[name]
+	if !ok {
+		return nil, false
+	}
+	f, err := build(Spec{Fault: name, RetryAfter: 1, Delay: time.Second})
+	return f, err == nil
+}
+
+// PlaneOfFault is PlaneOf for a fault by its registered name; false for
+// a fault of requests or a name no fault has.
+func PlaneOfFault(name string) (Plane, bool) {
+	f, ok := faultNamed(name)
+	if !ok {
+		return Plane{}, false
+	}
+	return PlaneOf(f)
 }
 
 // controlPlaneOnly is embedded by the control-plane faults: they need a

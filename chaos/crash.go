@@ -21,8 +21,9 @@ type crash struct {
 	t Target
 }
 
-func (f crash) Name() string   { return "crash" }
+func (f crash) Name() string   { return FaultCrash }
 func (f crash) Target() Target { return f.t }
+func (crash) endsInstance()    {}
 
 // Terminate asks the controller instance whose client it is installed in to
 // shut down gracefully, right after the matching request succeeds: the same
@@ -36,8 +37,9 @@ type terminate struct {
 	t Target
 }
 
-func (f terminate) Name() string   { return "terminate" }
+func (f terminate) Name() string   { return FaultTerminate }
 func (f terminate) Target() Target { return f.t }
+func (terminate) endsInstance()    {}
 
 // fence is what a crash leaves behind: a client that can no longer reach
 // anything.

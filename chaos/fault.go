@@ -97,7 +97,7 @@ type conflict struct {
 	t Target
 }
 
-func (f conflict) Name() string   { return "conflict" }
+func (f conflict) Name() string   { return FaultConflict }
 func (f conflict) Target() Target { return f.t }
 func (f conflict) respond(_ *http.Request, r Request) (*http.Response, error) {
 	return statusResponse(apierrors.NewConflict(schema.GroupResource{Group: r.Group, Resource: r.Resource}, r.Name,
@@ -116,7 +116,7 @@ type throttle struct {
 	retryAfter int
 }
 
-func (f throttle) Name() string   { return "throttle" }
+func (f throttle) Name() string   { return FaultThrottle }
 func (f throttle) Target() Target { return f.t }
 func (f throttle) respond(*http.Request, Request) (*http.Response, error) {
 	return statusResponse(apierrors.NewTooManyRequests("converge: injected throttling", f.retryAfter), f.retryAfter)
@@ -138,7 +138,7 @@ type serverError struct {
 	retryAfter int
 }
 
-func (f serverError) Name() string { return "server-error" }
+func (f serverError) Name() string { return FaultServerError }
 
 func (f serverError) Available(l Layer) error {
 	if f.retryAfter > 0 {
@@ -169,7 +169,7 @@ func (latency) Available(l Layer) error {
 	return nil
 }
 
-func (f latency) Name() string   { return "latency" }
+func (f latency) Name() string   { return FaultLatency }
 func (f latency) Target() Target { return f.t }
 func (f latency) respond(req *http.Request, _ Request) (*http.Response, error) {
 	timer := time.NewTimer(f.d)
@@ -191,7 +191,7 @@ type partition struct {
 	t Target
 }
 
-func (f partition) Name() string   { return "partition" }
+func (f partition) Name() string   { return FaultPartition }
 func (f partition) Target() Target { return f.t }
 func (f partition) respond(req *http.Request, _ Request) (*http.Response, error) {
 	return nil, f.refuse(req.URL.Host)
@@ -219,7 +219,7 @@ type watchExpired struct {
 	t Target
 }
 
-func (f watchExpired) Name() string   { return "watch-expired" }
+func (f watchExpired) Name() string   { return FaultWatchExpired }
 func (f watchExpired) Target() Target { return f.t }
 func (f watchExpired) respond(*http.Request, Request) (*http.Response, error) {
 	return statusResponse(apierrors.NewResourceExpired("converge: injected, too old resource version"), 0)
@@ -228,13 +228,13 @@ func (f watchExpired) respond(*http.Request, Request) (*http.Response, error) {
 // WatchExpiredMidStream ends a watch stream with an ERROR frame (code 410,
 // reason Expired) after a frame of a target object: the reflector relists.
 func WatchExpiredMidStream(t Target) Fault {
-	return frameFault{name: "watch-expired-mid-stream", t: t, action: frameAction{expire: true}}
+	return frameFault{name: FaultWatchExpiredMidStream, t: t, action: frameAction{expire: true}}
 }
 
 // WatchDrop swallows the frames of target objects: the informer misses
 // those changes until it relists.
 func WatchDrop(t Target) Fault {
-	return frameFault{name: "watch-drop", t: t, action: frameAction{drop: true}}
+	return frameFault{name: FaultWatchDrop, t: t, action: frameAction{drop: true}}
 }
 
 // WatchLost drops a frame of target objects and ends the stream with 410,
@@ -243,25 +243,25 @@ func WatchDrop(t Target) Fault {
 // update from the state before it to the state after, or an add) rather
 // than from its event. Unlike WatchDrop, nothing stays unseen.
 func WatchLost(t Target) Fault {
-	return frameFault{name: "watch-lost", t: t, action: frameAction{drop: true, expire: true}}
+	return frameFault{name: FaultWatchLost, t: t, action: frameAction{drop: true, expire: true}}
 }
 
 // WatchDelay holds each frame of target objects for d (and, the stream
 // being ordered, every frame behind it).
 func WatchDelay(t Target, d time.Duration) Fault {
-	return frameFault{name: "watch-delay", t: t, action: frameAction{delay: d}}
+	return frameFault{name: FaultWatchDelay, t: t, action: frameAction{delay: d}}
 }
 
 // WatchDuplicate sends frames of target objects twice.
 func WatchDuplicate(t Target) Fault {
-	return frameFault{name: "watch-duplicate", t: t, action: frameAction{duplicate: true}}
+	return frameFault{name: FaultWatchDuplicate, t: t, action: frameAction{duplicate: true}}
 }
 
 // WatchClose ends the stream before a frame of a target object: the
 // reflector watches again from the last resourceVersion it saw, and the
 // frame is delivered on the new stream.
 func WatchClose(t Target) Fault {
-	return frameFault{name: "watch-close", t: t, action: frameAction{closeNow: true}}
+	return frameFault{name: FaultWatchClose, t: t, action: frameAction{closeNow: true}}
 }
 
 // Tombstone drops the DELETED frame of target objects and ends the stream
@@ -276,7 +276,7 @@ type tombstone struct {
 	t Target
 }
 
-func (f tombstone) Name() string   { return "tombstone" }
+func (f tombstone) Name() string   { return FaultTombstone }
 func (f tombstone) Target() Target { return f.t }
 func (f tombstone) onEvent(eventType string) frameAction {
 	if eventType != "DELETED" {

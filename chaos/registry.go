@@ -25,16 +25,39 @@ type Spec struct {
 	Delay time.Duration `json:"delay,omitempty"`
 }
 
+// The faults' names, as a Spec and a scenario file write them: code that
+// builds a Spec names a fault by one of these, and asks the fault itself
+// what it needs and does (Fault.Available, PlaneOf, EndsInstance).
+const (
+	FaultConflict              = "conflict"
+	FaultThrottle              = "throttle"
+	FaultServerError           = "server-error"
+	FaultLatency               = "latency"
+	FaultPartition             = "partition"
+	FaultWatchExpired          = "watch-expired"
+	FaultWatchExpiredMidStream = "watch-expired-mid-stream"
+	FaultWatchDrop             = "watch-drop"
+	FaultWatchLost             = "watch-lost"
+	FaultWatchDelay            = "watch-delay"
+	FaultWatchDuplicate        = "watch-duplicate"
+	FaultWatchClose            = "watch-close"
+	FaultTombstone             = "tombstone"
+	FaultCrash                 = "crash"
+	FaultTerminate             = "terminate"
+	FaultAPIServerRestart      = "apiserver-restart"
+	FaultCompaction            = "compaction"
+)
+
 // registry maps a fault name to how a Spec builds it.
 var registry = map[string]func(Spec) (Fault, error){
-	"conflict": func(s Spec) (Fault, error) { return Conflict(s.Target), nil },
-	"throttle": func(s Spec) (Fault, error) {
+	FaultConflict: func(s Spec) (Fault, error) { return Conflict(s.Target), nil },
+	FaultThrottle: func(s Spec) (Fault, error) {
 		if s.RetryAfter < 1 {
 			return nil, errors.New("throttle needs retryAfter >= 1 (seconds)")
 		}
 		return Throttle(s.Target, s.RetryAfter), nil
 	},
-	"server-error": func(s Spec) (Fault, error) {
+	FaultServerError: func(s Spec) (Fault, error) {
 		code := s.Code
 		if code == 0 {
 			code = 500
@@ -47,30 +70,30 @@ var registry = map[string]func(Spec) (Fault, error){
 		}
 		return ServerError(s.Target, code, s.RetryAfter), nil
 	},
-	"latency": func(s Spec) (Fault, error) {
+	FaultLatency: func(s Spec) (Fault, error) {
 		if s.Delay <= 0 {
 			return nil, errors.New("latency needs a positive delay")
 		}
 		return Latency(s.Target, s.Delay), nil
 	},
-	"partition":                func(s Spec) (Fault, error) { return Partition(s.Target), nil },
-	"watch-expired":            func(s Spec) (Fault, error) { return WatchExpired(s.Target), nil },
-	"watch-expired-mid-stream": func(s Spec) (Fault, error) { return WatchExpiredMidStream(s.Target), nil },
-	"watch-drop":               func(s Spec) (Fault, error) { return WatchDrop(s.Target), nil },
-	"watch-lost":               func(s Spec) (Fault, error) { return WatchLost(s.Target), nil },
-	"watch-delay": func(s Spec) (Fault, error) {
+	FaultPartition:             func(s Spec) (Fault, error) { return Partition(s.Target), nil },
+	FaultWatchExpired:          func(s Spec) (Fault, error) { return WatchExpired(s.Target), nil },
+	FaultWatchExpiredMidStream: func(s Spec) (Fault, error) { return WatchExpiredMidStream(s.Target), nil },
+	FaultWatchDrop:             func(s Spec) (Fault, error) { return WatchDrop(s.Target), nil },
+	FaultWatchLost:             func(s Spec) (Fault, error) { return WatchLost(s.Target), nil },
+	FaultWatchDelay: func(s Spec) (Fault, error) {
 		if s.Delay <= 0 {
 			return nil, errors.New("watch-delay needs a positive delay")
 		}
 		return WatchDelay(s.Target, s.Delay), nil
 	},
-	"watch-duplicate":   func(s Spec) (Fault, error) { return WatchDuplicate(s.Target), nil },
-	"watch-close":       func(s Spec) (Fault, error) { return WatchClose(s.Target), nil },
-	"tombstone":         func(s Spec) (Fault, error) { return Tombstone(s.Target), nil },
-	"crash":             func(s Spec) (Fault, error) { return Crash(s.Target), nil },
-	"terminate":         func(s Spec) (Fault, error) { return Terminate(s.Target), nil },
-	"apiserver-restart": func(s Spec) (Fault, error) { return APIServerRestart(s.Target), nil },
-	"compaction":        func(s Spec) (Fault, error) { return Compaction(s.Target), nil },
+	FaultWatchDuplicate:   func(s Spec) (Fault, error) { return WatchDuplicate(s.Target), nil },
+	FaultWatchClose:       func(s Spec) (Fault, error) { return WatchClose(s.Target), nil },
+	FaultTombstone:        func(s Spec) (Fault, error) { return Tombstone(s.Target), nil },
+	FaultCrash:            func(s Spec) (Fault, error) { return Crash(s.Target), nil },
+	FaultTerminate:        func(s Spec) (Fault, error) { return Terminate(s.Target), nil },
+	FaultAPIServerRestart: func(s Spec) (Fault, error) { return APIServerRestart(s.Target), nil },
+	FaultCompaction:       func(s Spec) (Fault, error) { return Compaction(s.Target), nil },
 }
 
 // Verbs are the request verbs a Target can name.

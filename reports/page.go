@@ -67,7 +67,7 @@ type span struct{ From, To float64 }
 type eventRow struct {
 	T     float64
 	Kind  string // request, watch, fault, controller, harness, violation
-	Class string // for the eye: ok, conflict, throttle, expired, server, error
+	Class string // for the eye: ok, 409, 429, expired, server, error
 	Text  string
 }
 
@@ -374,9 +374,9 @@ func codeClass(code int) string {
 	case code == 0:
 		return "error"
 	case code == 409:
-		return "conflict"
+		return "409"
 	case code == 429:
-		return "throttle"
+		return "429"
 	case code == 410:
 		return "expired"
 	case code >= 500:

@@ -106,7 +106,7 @@ func TestEventsInTimeOrder(t *testing.T) {
 	}
 	var conflict, violation bool
 	for _, e := range p.Events {
-		conflict = conflict || (e.Kind == "request" && e.Class == "conflict")
+		conflict = conflict || (e.Kind == "request" && e.Class == "409")
 		violation = violation || (e.Kind == "violation" && strings.Contains(e.Text, "never-scales-down"))
 	}
 	assert.True(t, conflict, "a 409 is classed as a conflict")

@@ -33,7 +33,7 @@ func (r *run) startInstance(ctx context.Context) error {
 	// the run's own injector instead.
 	var injections []chaos.Injection
 	for _, in := range r.plan {
-		if _, cp := cpFault(in.Fault); !cp || !in.Fault.Target().IsZero() {
+		if _, cp := chaos.PlaneOf(in.Fault); !cp || !in.Fault.Target().IsZero() {
 			injections = append(injections, in)
 		}
 	}
@@ -143,7 +143,7 @@ func (r *run) proxy(idx int, inj *chaos.Injector) (string, error) {
 func (r *run) startSchedule(ctx context.Context) error {
 	var scheduled []chaos.Injection
 	for _, in := range r.plan {
-		if _, cp := cpFault(in.Fault); cp && in.Fault.Target().IsZero() {
+		if _, cp := chaos.PlaneOf(in.Fault); cp && in.Fault.Target().IsZero() {
 			scheduled = append(scheduled, in)
 		}
 	}

@@ -280,7 +280,7 @@ func (r *run) run(ctx context.Context) error {
 		if err := in.Fault.Available(r.layer()); err != nil {
 			return fmt.Errorf("fault %s cannot run on %s: %w", in.Fault.Name(), r.opts.Backend, err)
 		}
-		if _, cp := cpFault(in.Fault); cp && env.ControlPlane == nil {
+		if _, cp := chaos.PlaneOf(in.Fault); cp && env.ControlPlane == nil {
 			return fmt.Errorf("fault %s needs a control plane the %s backend does not have", in.Fault.Name(), r.opts.Backend)
 		}
 	}
@@ -381,7 +381,7 @@ func (r *run) run(ctx context.Context) error {
 // the run's namespace on a real server, whose namespace deletion would
 // otherwise wait for a controller that is gone.
 func (r *run) releaseFinalizers() {
-	if r.opts.Backend == Fake {
+	if !r.env.Can.Has(sim.RealAPIServer) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
@@ -440,8 +440,8 @@ func (r *run) startWorld(ctx context.Context) (func(), error) {
 	}
 	w, err := world.New(world.Config{
 		Client: client, Namespace: r.env.Namespace, Readiness: ws.Readiness.Model(), Seed: int64(r.opts.Seed),
-		Scheduler: !ws.NoScheduler && !kwokNodes, Deployments: r.opts.Backend == Fake && !ws.NoDeployments, Nodes: ws.Nodes,
-		KeepNodesAlive: r.opts.Backend == Cluster && !kwokNodes, Untainted: kwokNodes, NodesByStage: kwokNodes, PodsByStage: byStage,
+		Scheduler: !ws.NoScheduler && !kwokNodes, Deployments: !r.env.Can.Has(sim.RealControllers) && !ws.NoDeployments, Nodes: ws.Nodes,
+		KeepNodesAlive: r.env.Can.Has(sim.NodeLifecycle) && !kwokNodes, Untainted: kwokNodes, NodesByStage: kwokNodes, PodsByStage: byStage,
 	})
 	if err != nil {
 		return nil, errors.Join(err, removeStages(context.WithoutCancel(ctx)))
@@ -509,28 +509,25 @@ func IdentityOf(c Controller) sim.Identity {
 	return sim.Identity{}
 }
 
+// needsNoWatchCache: a fault of the scenario is felt only where watches
+// are served from storage (chaos.Plane).
 func (r *run) needsNoWatchCache() bool {
 	for _, f := range r.s.Faults {
-		if f.Fault == "compaction" {
+		if p, _ := chaos.PlaneOfFault(f.Fault); p.NeedsNoWatchCache {
 			return true
 		}
 	}
 	return false
 }
 
+// layer is where the controller's requests meet the faults: the fake
+// clientset's reactors where the backend hands the controller a clientset
+// and it uses that, else its HTTP client.
 func (r *run) layer() chaos.Layer {
-	if c, ok := r.opts.Controller.(ConfigUser); r.opts.Backend == Fake && !(ok && c.UsesConfig()) {
+	if c, ok := r.opts.Controller.(ConfigUser); r.env.ControllerClient != nil && !(ok && c.UsesConfig()) {
 		return chaos.Fake
 	}
 	return chaos.HTTP
-}
-
-func cpFault(f chaos.Fault) (string, bool) {
-	switch f.Name() {
-	case "apiserver-restart", "compaction":
-		return f.Name(), true
-	}
-	return "", false
 }
 
 // goroutines is a dump of every goroutine's stack, cut at 256 KiB.

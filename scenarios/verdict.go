@@ -179,7 +179,7 @@ const restartGrace = time.Minute
 func (j *judging) forbidden() {
 	var restarts []time.Time
 	for _, f := range j.h.Faults {
-		if f.Fault == "apiserver-restart" {
+		if p, _ := chaos.PlaneOfFault(f.Fault); p.RestartsAPIServer {
 			restarts = append(restarts, f.At)
 		}
 	}

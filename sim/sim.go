@@ -83,8 +83,12 @@ const (
 	// RealControllers: kube-controller-manager runs the Deployment,
 	// ReplicaSet and garbage collector controllers.
 	RealControllers Capability = "real-controllers"
+	// NodeLifecycle: a node lifecycle controller marks a Node NotReady when
+	// no kubelet renews its heartbeat and evicts its pods, so the world
+	// keeps its simulated Nodes alive.
+	NodeLifecycle Capability = "node-lifecycle"
 	// APIServerRestart: the backend can stop and start its kube-apiserver.
-	APIServerRestart Capability = "apiserver-restart"
+	APIServerRestart Capability = "restart-apiserver"
 	// EtcdCompaction: the backend can compact etcd, producing real 410s.
 	EtcdCompaction Capability = "etcd-compaction"
 	// OutOfProcess: a controller binary can run against it (a kubeconfig

@@ -109,7 +109,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 			kinds[q.Verb+" "+res] = true
 			t := chaos.Target{Verbs: []string{q.Verb}, Resource: res}
 			cands = append(cands, candidate{Point: Point{Class: Refused, About: q.Verb + " " + res,
-				Fault:     chaos.Spec{Fault: "server-error", Code: 500, Target: t, When: chaos.When{Nth: 1}},
+				Fault:     chaos.Spec{Fault: chaos.FaultServerError, Code: 500, Target: t, When: chaos.When{Nth: 1}},
 				Signature: "server-error " + q.Verb + " " + res, At: since(start, q.At)}})
 		}
 		if !writesOne(q.Verb) || q.Name == "" {
@@ -125,7 +125,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		if q.Verb != "delete" {
 			c409 := c
 			c409.failed = false // a 409 needs the request, not its success
-			c409.Point = Point{Class: Refused, About: about, Fault: chaos.Spec{Fault: "conflict", Target: t, When: chaos.When{Nth: tried[key]}},
+			c409.Point = Point{Class: Refused, About: about, Fault: chaos.Spec{Fault: chaos.FaultConflict, Target: t, When: chaos.When{Nth: tried[key]}},
 				Signature: "conflict " + sig, At: since(start, q.At)}
 			cands = append(cands, c409)
 		}
@@ -135,12 +135,12 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		if tried[key] == 1 && t.Name != "" {
 			storm := c
 			storm.failed, storm.noop = false, false
-			storm.Point = Point{Class: Refused, About: about, Fault: chaos.Spec{Fault: "server-error", Code: 503, Target: t, When: chaos.When{Count: StormLength}},
+			storm.Point = Point{Class: Refused, About: about, Fault: chaos.Spec{Fault: chaos.FaultServerError, Code: 503, Target: t, When: chaos.When{Count: StormLength}},
 				Signature: "server-error storm " + sig, At: since(start, q.At)}
 			cands = append(cands, storm)
 		}
 		n := max(succeeded[key], 1)
-		for _, f := range []string{"crash", "terminate"} {
+		for _, f := range []string{chaos.FaultCrash, chaos.FaultTerminate} {
 			cc := c
 			cc.Point = Point{Class: Intermediate, About: about, Fault: chaos.Spec{Fault: f, Target: t, When: chaos.When{Nth: n}},
 				Signature: f + " after " + sig, At: since(start, q.At)}
@@ -156,7 +156,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		res := base(q.Resource)
 		watches[res]++
 		cands = append(cands, candidate{Point: Point{Class: Stale, About: fmt.Sprintf("watch %s #%d", res, watches[res]),
-			Fault:     chaos.Spec{Fault: "watch-expired", Target: chaos.Target{Verbs: []string{"watch"}, Resource: res}, When: chaos.When{Nth: watches[res]}},
+			Fault:     chaos.Spec{Fault: chaos.FaultWatchExpired, Target: chaos.Target{Verbs: []string{"watch"}, Resource: res}, When: chaos.When{Nth: watches[res]}},
 			Signature: "watch-expired " + res, At: since(start, q.At)}})
 	}
 	// Events: drop or hold back each; a tombstone for each deletion.
@@ -173,7 +173,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		// Lost: the informer learns of the change from a relist.
 		lost := c
 		lost.last = false
-		lost.Point = Point{Class: Unobserved, About: about, Fault: chaos.Spec{Fault: "watch-lost", Target: t, When: chaos.When{Nth: frames[key]}},
+		lost.Point = Point{Class: Unobserved, About: about, Fault: chaos.Spec{Fault: chaos.FaultWatchLost, Target: t, When: chaos.When{Nth: frames[key]}},
 			Signature: "watch-lost " + sig, At: at}
 		cands = append(cands, lost)
 		hold := c
@@ -181,7 +181,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		if next >= 0 {
 			d = max(h.Events[next].At.Sub(e.At)+delayFloor, delayFloor).Round(time.Millisecond)
 		}
-		hold.Point = Point{Class: Unobserved, About: about, Fault: chaos.Spec{Fault: "watch-delay", Delay: d, Target: t, When: chaos.When{Nth: frames[key]}},
+		hold.Point = Point{Class: Unobserved, About: about, Fault: chaos.Spec{Fault: chaos.FaultWatchDelay, Delay: d, Target: t, When: chaos.When{Nth: frames[key]}},
 			Signature: "watch-delay " + sig, At: at}
 		cands = append(cands, hold)
 		if e.Type == "DELETED" {
@@ -193,7 +193,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 			}
 			tomb := c
 			tomb.last = false // the relist tells the controller, late
-			tomb.Point = Point{Class: Stale, About: about, Fault: chaos.Spec{Fault: "tombstone", Target: t, When: when},
+			tomb.Point = Point{Class: Stale, About: about, Fault: chaos.Spec{Fault: chaos.FaultTombstone, Target: t, When: when},
 				Signature: "tombstone " + object, At: at}
 			cands = append(cands, tomb)
 		}

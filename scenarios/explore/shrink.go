@@ -323,7 +323,7 @@ func Firings(r *reports.Result) []chaos.Spec {
 		spec.When = chaos.When{After: at, Count: 1}
 		if t, ok := targetOf(f.Request); ok && f.Match > 0 {
 			spec.Target = t
-		} else if spec.Fault == "partition" {
+		} else if spec.Fault == chaos.FaultPartition {
 			// A window: as long as the scenario's.
 			orig, _ := specOf(r.Plan, f)
 			if orig.When.Until > 0 {

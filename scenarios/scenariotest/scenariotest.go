@@ -624,7 +624,7 @@ func runsAlone(s *scenarios.Scenario) bool {
 		return false
 	}
 	for _, f := range s.Faults {
-		if f.Fault == "apiserver-restart" {
+		if p, _ := chaos.PlaneOfFault(f.Fault); p.RestartsAPIServer {
 			return true
 		}
 	}
@@ -672,7 +672,10 @@ func (p *controlPlane) kwok(t *testing.T) *kwok.Cluster {
 
 func (p *controlPlane) get(t *testing.T, s *scenarios.Scenario) *envtest.ControlPlane {
 	t.Helper()
-	opts := envtest.Options{NoWatchCache: slices.ContainsFunc(s.Faults, func(f chaos.Spec) bool { return f.Fault == "compaction" })}
+	opts := envtest.Options{NoWatchCache: slices.ContainsFunc(s.Faults, func(f chaos.Spec) bool {
+		p, _ := chaos.PlaneOfFault(f.Fault)
+		return p.NeedsNoWatchCache
+	})}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.planes == nil {

@@ -158,6 +158,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 			sim.VirtualTime:      "a real cluster runs in real time",
 			sim.RealAPIServer:    "",
 			sim.RealControllers:  "",
+			sim.NodeLifecycle:    "",
 			sim.OutOfProcess:     "",
 			sim.APIServerRestart: "the cluster's API server is not ours to restart",
 			sim.EtcdCompaction:   "the cluster's etcd is not ours to compact",

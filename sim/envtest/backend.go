@@ -117,6 +117,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 			sim.VirtualTime:      "real processes run in real time",
 			sim.RealAPIServer:    "",
 			sim.RealControllers:  "",
+			sim.NodeLifecycle:    "kube-controller-manager runs the deployment, replicaset, garbagecollector and namespace controllers only",
 			sim.OutOfProcess:     "",
 			sim.APIServerRestart: "",
 			sim.EtcdCompaction:   compaction,

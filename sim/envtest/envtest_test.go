@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-lab/converge/controller"
+	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/simtest"
 )
@@ -247,7 +248,7 @@ func marked(marker string) []string {
 // too and keeps creating pods.
 func TestAPIServerRestartBreaksAndRestoresWatches(t *testing.T) {
 	_, env := simtest.RequireRun(t, "restart-")
-	require.True(t, env.Can.Has("apiserver-restart"))
+	require.True(t, env.Can.Has(sim.APIServerRestart))
 	simtest.CheckAPIServerRestart(t, env, deployment("after", 2))
 }
 

@@ -120,6 +120,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 			sim.VirtualTime:      "",
 			sim.RealAPIServer:    "no API server: requests never cross HTTP",
 			sim.RealControllers:  "no kube-controller-manager: the world simulator plays the Deployment controller",
+			sim.NodeLifecycle:    "no node lifecycle controller: Nodes stay as the world leaves them",
 			sim.APIServerRestart: "no API server to restart",
 			sim.EtcdCompaction:   "no etcd (Compact forgets watch history instead)",
 			sim.OutOfProcess:     "no server for a controller binary to reach",

@@ -320,7 +320,7 @@ func TestConfigValidation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "converge", env.Namespace)
 	assert.True(t, env.Can.Has(sim.VirtualTime))
-	assert.ErrorContains(t, env.Can.Missing(sim.APIServerRestart, sim.VirtualTime), "apiserver-restart: no API server to restart")
+	assert.ErrorContains(t, env.Can.Missing(sim.APIServerRestart, sim.VirtualTime), "restart-apiserver: no API server to restart")
 	_, err = b.Start(context.Background())
 	assert.ErrorContains(t, err, "already started")
 }
