@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/check"
 )
 
 // watchGoal evaluates the goal until it has held for the settle window or
@@ -21,7 +22,7 @@ import (
 func (r *run) watchGoal(ctx context.Context) {
 	deadline := r.start.Add(time.Duration(r.s.Timing.Deadline))
 	settle := time.Duration(r.s.Timing.Settle)
-	g := newGoalClock(&r.s, r.start)
+	g := check.NewGoalClock(r.compiled, r.start)
 	// Instants are offsets from t0; tick is the grid instant at or after
 	// d, and after the last evaluation.
 	t0 := time.Now()
@@ -50,8 +51,8 @@ func (r *run) watchGoal(ctx context.Context) {
 			// Nothing to look at until something happens or a time falls
 			// due; the caller's Limit is asked every idleWake meanwhile.
 			due := tick(since(deadline))
-			if !g.holding.IsZero() {
-				due = min(due, tick(max(since(g.holding)+settle, since(r.start)+r.faultsEnd())))
+			if !g.Holding().IsZero() {
+				due = min(due, tick(max(since(g.Holding())+settle, since(r.start)+r.faultsEnd())))
 			}
 			for ctx.Err() == nil && !r.checkLimit() && r.hist.changes.Load() == seen {
 				select {
@@ -88,9 +89,9 @@ func (r *run) watchGoal(ctx context.Context) {
 		seen = r.hist.changes.Load()
 		ok, why, again, lastWrite := r.goal(g, now)
 		quiet = !again
-		converged, missed := g.step(now, ok, why, lastWrite, r.hist.note)
+		converged, missed := g.Step(now, ok, why, lastWrite, r.hist.note)
 		if converged || missed != nil {
-			return // the verdict reads both from the polls (judgeHistory)
+			return // the verdict reads both from the polls (package check)
 		}
 	}
 }
@@ -105,7 +106,7 @@ func (r *run) faultsEnd() time.Duration { return r.s.FaultsEnd() }
 // goal records a poll at now (what the instances and the controller's
 // own judge say) and answers the goal on it, with the world as seen; with
 // the controller's last write by then.
-func (r *run) goal(g *goalClock, now time.Time) (ok bool, why string, again bool, lastWrite time.Time) {
+func (r *run) goal(g *check.GoalClock, now time.Time) (ok bool, why string, again bool, lastWrite time.Time) {
 	probes := r.sample(now)
 	p := reports.Poll{At: now}
 	if r.judge != nil {
@@ -138,7 +139,7 @@ func (r *run) goal(g *goalClock, now time.Time) (ok bool, why string, again bool
 	defer h.mu.Unlock()
 	p.Events, p.Requests = len(h.h.Events), len(h.h.Requests)
 	h.h.Polls = append(h.h.Polls, p)
-	ok, why, again = g.answer(r.goals, h.seen, p)
+	ok, why, again = g.Answer(h.seen, p)
 	return ok, why, again, h.lastWrite
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/check"
 )
 
 // history records a run as it happens. It is the chaos plans' Recorder.
@@ -20,7 +21,7 @@ type history struct {
 	series map[seriesKey]int
 	// seen is the world as the observer has seen it so far, for the goal
 	// and the interfering actors.
-	seen *seen
+	seen *check.Seen
 	// lastWrite is the At of the controller's last successful write of
 	// an object (successfulWrite).
 	lastWrite time.Time
@@ -35,7 +36,7 @@ type history struct {
 var _ chaos.Recorder = (*history)(nil)
 
 func newHistory() *history {
-	return &history{broken: map[string]bool{}, series: map[seriesKey]int{}, seen: newSeen(nil), wake: make(chan struct{}, 1),
+	return &history{broken: map[string]bool{}, series: map[seriesKey]int{}, seen: check.NewSeen(nil), wake: make(chan struct{}, 1),
 		h: reports.History{Requests: []reports.Request{}, Events: []reports.WatchEvent{}, Faults: []chaos.Firing{},
 			States: []reports.State{}, Samples: []reports.Sample{}, Log: []reports.Entry{}}}
 }
@@ -60,7 +61,7 @@ func (h *history) Record(f chaos.Firing) {
 func (h *history) request(q reports.Request) {
 	h.mu.Lock()
 	h.h.Requests = append(h.h.Requests, q)
-	if successfulWrite(q) {
+	if check.SuccessfulWrite(q) {
 		h.lastWrite = q.At
 	}
 	h.mu.Unlock()
@@ -77,7 +78,7 @@ func (h *history) events() int {
 func (h *history) event(e reports.WatchEvent) {
 	h.mu.Lock()
 	h.h.Events = append(h.h.Events, e)
-	h.seen.upTo(h.h.Events, len(h.h.Events))
+	h.seen.UpTo(h.h.Events, len(h.h.Events))
 	h.mu.Unlock()
 	h.touch()
 }
@@ -90,14 +91,14 @@ func (h *history) watched(resource string, gvk schema.GroupVersionKind) {
 		h.h.Resources = map[string]string{}
 	}
 	h.h.Resources[resource] = gvk.GroupVersion().String() + " " + gvk.Kind
-	h.seen.kinds[resource] = gvk
+	h.seen.Watched(resource, gvk)
 }
 
 // selected are the objects sel matches as seen so far, by name.
 func (h *history) selected(sel Selector) []*unstructured.Unstructured {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.seen.selected(sel)
+	return h.seen.Selected(check.Selector{APIVersion: sel.APIVersion, Kind: sel.Kind, Name: sel.Name, Labels: sel.Labels})
 }
 
 // started records an instance's start.
@@ -166,7 +167,7 @@ func (h *history) find(f reports.Finding) {
 // violate is find for a judge's breach of an invariant, given as strings
 // (View.Violate): object is the name of what it is about.
 func (h *history) violate(invariant string, at time.Time, object, request, detail string) {
-	f := finding(invariant, at, reports.Subject{Name: object}, nil, detail)
+	f := check.Finding(invariant, at, reports.Subject{Name: object}, nil, detail)
 	f.RequestText = request
 	h.find(f)
 }

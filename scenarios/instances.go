@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/check"
 )
 
 // startInstance starts one controller instance. The first instances get
@@ -96,13 +97,13 @@ func (r *run) startInstance(ctx context.Context) error {
 		defer close(inst.done)
 		defer func() {
 			if p := recover(); p != nil {
-				r.hist.find(finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d panicked: %v", idx, p)))
+				r.hist.find(check.Finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d panicked: %v", idx, p)))
 			}
 		}()
 		err := runner.Run(instCtx)
 		switch {
 		case errors.Is(err, errUncleanExit):
-			r.hist.find(finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d %v", idx, err)))
+			r.hist.find(check.Finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d %v", idx, err)))
 		case err != nil && !errors.Is(err, context.Canceled):
 			r.hist.log(time.Now(), fmt.Sprintf("instance %d ended: %v", idx, err))
 		}
@@ -212,7 +213,7 @@ func (r *run) stopInstances() {
 		select {
 		case <-in.done:
 		case <-time.After(stopGrace):
-			r.hist.find(finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d did not return within %v of its context ending", in.index, stopGrace)))
+			r.hist.find(check.Finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d did not return within %v of its context ending", in.index, stopGrace)))
 			r.hist.log(time.Now(), "goroutines at that instant:\n"+goroutines())
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/sim/fake"
 )
 
@@ -45,7 +46,7 @@ var (
 			panics.mu.Lock()
 			defer panics.mu.Unlock()
 			for h := range panics.active {
-				h.find(finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("a controller goroutine panicked: %v\n%s", p, stack)))
+				h.find(check.Finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("a controller goroutine panicked: %v\n%s", p, stack)))
 			}
 		})
 		prepared.Store(true)

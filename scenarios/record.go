@@ -22,56 +22,27 @@ import (
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/scenarios/expect"
 )
 
-// Built-in invariants, judged for any controller.
+// Built-in invariants, judged for any controller (package check has
+// each).
 const (
-	InvNoPanic       = "no-panic"
-	InvCleanShutdown = "clean-shutdown"
-	InvSingleWriter  = "one-writer-at-a-time"
-	InvNoHotLoop     = "no-hot-loop"
-	InvNoForbidden   = "no-forbidden-request"
+	InvNoPanic       = check.NoPanic
+	InvCleanShutdown = check.CleanShutdown
+	InvSingleWriter  = check.OneWriterAtATime
+	InvNoHotLoop     = check.NoHotLoop
+	InvNoForbidden   = check.NoForbiddenRequest
 	// InvWritesAllowed is judged when the scenario has write rules.
-	InvWritesAllowed = "writes-allowed"
+	InvWritesAllowed = check.WritesAllowed
 	// InvRuleError breaks when an invariant's rule cannot be evaluated
 	// for a reason other than a field not being there.
-	InvRuleError = "invariant-evaluates"
+	InvRuleError = check.InvariantEvaluates
 )
 
 // BuiltinInvariants are the invariants judged for any controller.
-var BuiltinInvariants = []string{InvNoPanic, InvCleanShutdown, InvSingleWriter, InvNoHotLoop, InvNoForbidden, InvWritesAllowed, InvRuleError}
-
-// finding is a breach of the named check at at: its kind follows from the
-// check (a built-in invariant's is its own; a scenario's is an invariant).
-func finding(check string, at time.Time, subject reports.Subject, q *reports.Request, detail string) reports.Finding {
-	kind := reports.KindInvariant
-	switch check {
-	case InvWritesAllowed:
-		kind = reports.KindWriteRule
-	case InvNoForbidden:
-		kind = reports.KindForbidden
-	case InvCleanShutdown:
-		kind = reports.KindLeak
-	case InvNoPanic:
-		kind = reports.KindPanic
-	}
-	if q != nil {
-		q = new(*q)
-	}
-	return reports.Finding{Check: check, Kind: kind, Subject: subject, At: at, Request: q, Detail: detail}
-}
-
-// objectSubject is the object u.
-func objectSubject(u *unstructured.Unstructured) reports.Subject {
-	gvk := u.GroupVersionKind()
-	return reports.Subject{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
-}
-
-// requestSubject is the object a request names.
-func requestSubject(q reports.Request) reports.Subject {
-	return reports.Subject{Resource: q.Resource, Namespace: q.Namespace, Name: q.Name}
-}
+var BuiltinInvariants = check.Invariants()
 
 // recordFake puts a recorder in front of a fake clientset's chains (and so
 // in front of the chaos injector): it sees every request as the controller
@@ -145,7 +116,7 @@ func (r *run) fakeAction(idx int, a k8stesting.Action, seen int, sent runtime.Ob
 		q.Error = err.Error()
 	}
 	var w *Write
-	if err == nil && isWrite(verb) {
+	if err == nil && check.IsWrite(verb) {
 		w = &Write{Request: q, GVR: a.GetResource(), Subresource: a.GetSubresource(), Namespace: a.GetNamespace()}
 		switch act := a.(type) {
 		case k8stesting.PatchAction:
@@ -170,23 +141,13 @@ func (r *run) fakeAction(idx int, a k8stesting.Action, seen int, sent runtime.Ob
 // body is what w sent, as the history keeps it.
 func (w *Write) body() *reports.Body {
 	b := &reports.Body{Group: w.GVR.Group, Version: w.GVR.Version, Subresource: w.Subresource, PatchType: string(w.PatchType)}
-	if len(w.Patch) > 0 && json.Valid(w.Patch) {
-		b.Patch = json.RawMessage(w.Patch)
-	} else if len(w.Patch) > 0 {
-		b.Patch, _ = json.Marshal(string(w.Patch)) // kept, as a string: patchPaths says it is not JSON
+	if len(w.Patch) > 0 {
+		b.Patch = check.BodyPatch(w.Patch)
 	}
 	if w.Object != nil {
-		b.Object = recorded(&unstructured.Unstructured{Object: w.Object})
+		b.Object = check.Record(&unstructured.Unstructured{Object: w.Object})
 	}
 	return b
-}
-
-func isWrite(verb string) bool {
-	switch verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
 }
 
 func code(verb string, err error) int {
@@ -226,7 +187,7 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 				q.Code = resp.StatusCode
 			}
 			var w *Write
-			if err == nil && resp.StatusCode < 300 && isWrite(cr.Verb) {
+			if err == nil && resp.StatusCode < 300 && check.IsWrite(cr.Verb) {
 				w = &Write{GVR: schema.GroupVersionResource{Group: cr.Group, Version: cr.Version, Resource: cr.Resource},
 					Subresource: cr.Subresource, Namespace: cr.Namespace}
 				switch cr.Verb {
@@ -295,12 +256,6 @@ type readCloser struct {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// bookkeeping says whether a resource is the controller's own bookkeeping
-// (leader election, events), left out of write counts and checks.
-func bookkeeping(resource string) bool {
-	return resource == "leases" || resource == "events"
-}
 
 // wrote shows one successful write of the controller to its own judge.
 func (r *run) wrote(w Write) {

@@ -13,16 +13,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/kwok"
 	"github.com/converge-lab/converge/sim/world"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Options say how to run a scenario.
@@ -155,8 +157,8 @@ type run struct {
 	opts Options
 	res  *reports.Result
 	hist *history
-	// goals are the scenario's, compiled.
-	goals []compiledExpectation
+	// compiled are the scenario's rules, for the goal.
+	compiled *check.Compiled
 
 	env    *sim.Env
 	fakeBE *fake.Backend
@@ -218,7 +220,7 @@ func (r *run) pace(at time.Time) {
 	r.paceMu.Unlock()
 	r.checkLimit()
 	if tripped {
-		r.hist.find(finding(InvNoHotLoop, at, reports.Subject{}, nil, fmt.Sprintf("%d requests without the clock moving: the controller spins", r.hotLoopN)))
+		r.hist.find(check.Finding(InvNoHotLoop, at, reports.Subject{}, nil, fmt.Sprintf("%d requests without the clock moving: the controller spins", r.hotLoopN)))
 		if r.abort != nil {
 			r.aborted.Store(true)
 			r.abort()
@@ -284,7 +286,7 @@ func (r *run) run(ctx context.Context) error {
 			return fmt.Errorf("fault %s needs a control plane the %s backend does not have", in.Fault.Name(), r.opts.Backend)
 		}
 	}
-	if _, r.goals, err = compile(&r.s); err != nil {
+	if r.compiled, err = check.Compile(rules(&r.s)); err != nil {
 		return err
 	}
 	r.start = time.Now()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/scenarios/expect"
 	"github.com/converge-lab/converge/sim/world"
 )
@@ -158,11 +158,12 @@ type Selector struct {
 // scenario must watch it) to its objects
 // in the run's namespace as they were at one instant, and the rule is
 // judged of every selected object at every resourceVersion the observer
-// sees, from lists at exactly that resourceVersion: objects of different
-// kinds are seen as the API server held them together, whatever order
-// their informers delivered them in. It costs a list per kind it reads at
-// each change. Kinds are keyed by name alone: a scenario that watches two
-// kinds of one name in different groups cannot tell them apart there.
+// saw, with every kind rebuilt from the recorded events up to exactly
+// that resourceVersion: objects of different kinds are seen as the API
+// server held them together, whatever order their informers delivered
+// them in (package check). Kinds are keyed by name alone: a scenario that
+// watches two kinds of one name in different groups cannot tell them
+// apart there.
 type Invariant struct {
 	Name   string   `json:"name"`
 	Select Selector `json:"select"`
@@ -553,10 +554,10 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 			for _, msg := range inv.Select.problems() {
 				bad(path+".select", "%s", msg)
 			}
-			if _, err := compileRule(inv.Rule); err != nil {
+			if _, err := check.CompileRule(inv.Rule); err != nil {
 				bad(path+".rule", "%v", err)
 			}
-			for _, kind := range kindsAcross(inv.Rule) {
+			for _, kind := range check.KindsAcross(inv.Rule) {
 				if !slices.ContainsFunc(s.kinds(), func(gvk schema.GroupVersionKind) bool { return gvk.Kind == kind }) {
 					bad(path+".rule", "objects.%s: the scenario names no kind %s (in its objects or selectors), so none is watched", kind, kind)
 				}
@@ -630,37 +631,6 @@ func checkField(f string) error {
 
 // writeVerbs are the verbs a write rule may name.
 var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
-
-// compileRule compiles an invariant's rule: as a transition rule when it
-// names oldObject.
-func compileRule(rule string) (*expect.Expression, error) {
-	transition, across := transitionRule.MatchString(rule), acrossRule.MatchString(rule)
-	switch {
-	case transition && across:
-		return nil, errors.New("a rule reads oldObject (a change of one object) or objects (several at one instant), not both")
-	case across:
-		return expect.CompileAcross(rule)
-	}
-	return expect.Compile(rule, transition)
-}
-
-var (
-	transitionRule = regexp.MustCompile(`\boldObject\b`)
-	acrossRule     = regexp.MustCompile(`\bobjects\b`)
-	// acrossKind finds objects.Kind and objects['Kind'].
-	acrossKind = regexp.MustCompile(`\bobjects\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*['"]([^'"]+)['"]\s*\])`)
-)
-
-// kindsAcross lists the kinds a rule across objects reads.
-func kindsAcross(rule string) []string {
-	var out []string
-	for _, m := range acrossKind.FindAllStringSubmatch(rule, -1) {
-		if k := m[1] + m[2]; !slices.Contains(out, k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
 
 // problems lists what is wrong with a selector.
 func (sel Selector) problems() []string {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/scenarios/expect"
 )
 
@@ -155,7 +156,7 @@ func (h *history) chart(charts []*charted, kind string, u *unstructured.Unstruct
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range charts {
-		if c.sel.APIVersion+" "+c.sel.Kind != kind || !matches(c.sel.Name, c.labels, u) {
+		if c.sel.APIVersion+" "+c.sel.Kind != kind || !check.Matches(c.sel.Name, c.labels, u) {
 			continue
 		}
 		vals := c.values(u)

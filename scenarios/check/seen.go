@@ -1,4 +1,4 @@
-package scenarios
+package check
 
 import (
 	"encoding/json"
@@ -13,10 +13,10 @@ import (
 	"github.com/converge-lab/converge/reports"
 )
 
-// seen is the world as the observer saw it, rebuilt from the history's
+// Seen is the world as the observer saw it, rebuilt from the history's
 // events in the order they were recorded: what the goal and the write
 // rules are judged on, during the run and from a saved history alike.
-type seen struct {
+type Seen struct {
 	applied  int // events of the history applied so far
 	latest   map[objectKey]map[string]any
 	versions map[objectKey][]map[string]any // the last keptVersions, oldest first
@@ -33,10 +33,10 @@ type objectKey struct {
 	resource, namespace, name string
 }
 
-// newSeen starts from nothing, knowing the kinds of resources (as
+// NewSeen starts from nothing, knowing the kinds of resources (as
 // History.Resources holds them).
-func newSeen(resources map[string]string) *seen {
-	s := &seen{latest: map[objectKey]map[string]any{}, versions: map[objectKey][]map[string]any{},
+func NewSeen(resources map[string]string) *Seen {
+	s := &Seen{latest: map[objectKey]map[string]any{}, versions: map[objectKey][]map[string]any{},
 		last: map[objectKey]map[string]any{}, kinds: map[string]schema.GroupVersionKind{}}
 	for resource, kind := range resources {
 		s.kinds[resource] = parseKind(kind)
@@ -44,8 +44,8 @@ func newSeen(resources map[string]string) *seen {
 	return s
 }
 
-// upTo applies events[s.applied:n].
-func (s *seen) upTo(events []reports.WatchEvent, n int) {
+// UpTo applies events[s.applied:n].
+func (s *Seen) UpTo(events []reports.WatchEvent, n int) {
 	for ; s.applied < min(n, len(events)); s.applied++ {
 		s.apply(events[s.applied])
 	}
@@ -53,7 +53,7 @@ func (s *seen) upTo(events []reports.WatchEvent, n int) {
 
 // apply applies one event; one without an object (a judge's, for the
 // timeline) changes nothing.
-func (s *seen) apply(e reports.WatchEvent) {
+func (s *Seen) apply(e reports.WatchEvent) {
 	if e.Object == nil {
 		return
 	}
@@ -79,9 +79,9 @@ func parseKind(kind string) schema.GroupVersionKind {
 	return gv.WithKind(k)
 }
 
-// version is an object as seen at resourceVersion rv, or its latest
+// Version is an object as seen at resourceVersion rv, or its latest
 // version when rv is empty; nil when not seen.
-func (s *seen) version(resource, namespace, name, rv string) map[string]any {
+func (s *Seen) Version(resource, namespace, name, rv string) map[string]any {
 	key := objectKey{resource, namespace, name}
 	if rv == "" {
 		return s.latest[key]
@@ -94,8 +94,8 @@ func (s *seen) version(resource, namespace, name, rv string) map[string]any {
 	return nil
 }
 
-// selected are the objects sel matches, by name.
-func (s *seen) selected(sel Selector) []*unstructured.Unstructured {
+// Selected are the objects sel matches, by name.
+func (s *Seen) Selected(sel Selector) []*unstructured.Unstructured {
 	ls, err := labels.Parse(sel.Labels)
 	if err != nil {
 		return nil
@@ -106,7 +106,7 @@ func (s *seen) selected(sel Selector) []*unstructured.Unstructured {
 		if gvk.GroupVersion().String() != sel.APIVersion || gvk.Kind != sel.Kind {
 			continue
 		}
-		if u := (&unstructured.Unstructured{Object: obj}); matches(sel.Name, ls, u) {
+		if u := (&unstructured.Unstructured{Object: obj}); Matches(sel.Name, ls, u) {
 			out = append(out, u)
 		}
 	}
@@ -119,8 +119,8 @@ func (s *seen) selected(sel Selector) []*unstructured.Unstructured {
 	return out
 }
 
-// selects reports whether sel matches obj, an object of resource.
-func (s *seen) selects(sel Selector, resource string, obj map[string]any) bool {
+// Selects reports whether sel matches obj, an object of resource.
+func (s *Seen) Selects(sel Selector, resource string, obj map[string]any) bool {
 	gvk, ok := s.kinds[resource]
 	if !ok || sel.APIVersion != gvk.GroupVersion().String() || sel.Kind != gvk.Kind {
 		return false
@@ -129,12 +129,12 @@ func (s *seen) selects(sel Selector, resource string, obj map[string]any) bool {
 	if err != nil {
 		return false
 	}
-	return matches(sel.Name, ls, &unstructured.Unstructured{Object: obj})
+	return Matches(sel.Name, ls, &unstructured.Unstructured{Object: obj})
 }
 
-// recorded is u as the history keeps it: without managedFields, and with
+// Record is u as the history keeps it: without managedFields, and with
 // its numbers as a saved history reads them back (see normalized).
-func recorded(u *unstructured.Unstructured) map[string]any {
+func Record(u *unstructured.Unstructured) map[string]any {
 	obj := make(map[string]any, len(u.Object))
 	for k, v := range u.Object {
 		obj[k] = v
@@ -215,4 +215,25 @@ func numbers(v any) (any, bool) {
 		return int64(x), true
 	}
 	return v, false
+}
+
+// Watched records the kind of a resource the observer watches.
+func (s *Seen) Watched(resource string, gvk schema.GroupVersionKind) {
+	s.kinds[resource] = gvk
+}
+
+// End is every object seen, sorted by kind and name.
+func (s *Seen) End() []reports.EndObject {
+	out := make([]reports.EndObject, 0, len(s.latest))
+	for key, obj := range s.latest {
+		gvk := s.kinds[key.resource]
+		out = append(out, reports.EndObject{Kind: gvk.GroupVersion().String() + " " + gvk.Kind, Name: key.name, Object: obj})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }
