@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,7 +23,6 @@ type observer struct {
 	r          *run
 	namespaced dynamicinformer.DynamicSharedInformerFactory
 	cluster    dynamicinformer.DynamicSharedInformerFactory
-	mu         sync.Mutex
 	kinds      map[schema.GroupVersionKind]*kindInfo
 	charts     []*charted
 	stopCh     chan struct{}

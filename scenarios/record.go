@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +21,6 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/check"
-	"github.com/converge-lab/converge/scenarios/expect"
 )
 
 // Built-in invariants, judged for any controller (package check has
@@ -262,34 +259,4 @@ func (r *run) wrote(w Write) {
 	if j := r.judge; j != nil {
 		j.Wrote(w)
 	}
-}
-
-// disallowed is the first of paths that fields do not allow, or "".
-func disallowed(paths, fields []string) string {
-	if len(fields) == 0 {
-		return ""
-	}
-	for _, p := range paths {
-		if !slices.ContainsFunc(fields, func(f string) bool { return allows(f, p) }) {
-			return p
-		}
-	}
-	return ""
-}
-
-// allows: field f allows path p (itself, what lies under it, or with a
-// trailing *, anything starting so).
-func allows(f, p string) bool {
-	switch {
-	case f == "*":
-		return true
-	case strings.HasSuffix(f, `*"]`):
-		return strings.HasPrefix(p, strings.TrimSuffix(f, `*"]`))
-	case strings.HasSuffix(f, "*"):
-		return strings.HasPrefix(p, strings.TrimSuffix(f, "*"))
-	}
-	if parsed, err := expect.ParsePath(f); err == nil {
-		f = parsed.String() // one spelling: a["b"] and a.b are one path
-	}
-	return p == f || strings.HasPrefix(p, f+".") || strings.HasPrefix(p, f+"[")
 }
