@@ -18,7 +18,7 @@ import (
 // observer is the harness's god view of the kinds a scenario names: an
 // unfaulted client's informers. It records every change it sees in the
 // history, the object with it: the invariants, the write rules and the
-// goal are judged on that record (see judge.go and seen.go).
+// goal are judged on that record (package check).
 type observer struct {
 	r          *run
 	namespaced dynamicinformer.DynamicSharedInformerFactory

@@ -171,11 +171,17 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		_ = os.RemoveAll(workdir)
 		return nil, fmt.Errorf("kwok: kube-apiserver --version printed nothing")
 	}
-	etcdPort, err := freePort()
+	// Every port a component listens on comes from the kernel, all held at
+	// once so they differ: kwokctl's own choice walks down from 32767 in
+	// each process, so two clusters created at once (tests in parallel
+	// packages) pick the same ports, and one's clients reach the other's
+	// API server.
+	ports, err := freePorts(6)
 	if err != nil {
 		_ = os.RemoveAll(workdir)
 		return nil, fmt.Errorf("kwok: %w", err)
 	}
+	etcdPort := ports[0]
 	c := &Cluster{
 		name:    "converge-" + filepath.Base(workdir),
 		kwokctl: filepath.Join(binDir, "kwokctl"),
@@ -185,7 +191,17 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	// Options without a flag: every component listens on loopback only.
 	conf := filepath.Join(workdir, "kwokctl.yaml")
-	err = os.WriteFile(conf, []byte("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\noptions:\n  bindAddress: 127.0.0.1\n"), 0o600)
+	err = os.WriteFile(conf, fmt.Appendf(nil, `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  bindAddress: 127.0.0.1
+  etcdPort: %d
+  etcdPeerPort: %d
+  kubeApiserverPort: %d
+  kwokControllerPort: %d
+  kubeControllerManagerPort: %d
+  kubeSchedulerPort: %d
+`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]), 0o600)
 	if err != nil {
 		_ = os.RemoveAll(workdir)
 		return nil, fmt.Errorf("kwok: %w", err)
@@ -426,13 +442,18 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts are n distinct ports free on loopback now.
+func freePorts(n int) ([]int, error) {
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return out, nil
 }
 
 func tail(b []byte, n int) string {
