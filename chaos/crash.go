@@ -105,5 +105,5 @@ func (b fencedBody) Read(p []byte) (int, error) {
 }
 
 func (inj *Injector) refused(req *http.Request) error {
-	return partition{}.refuse(req.URL.Host)
+	return refused(req.URL.Host)
 }

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -68,7 +67,7 @@ func fakeRequest(a k8stesting.Action) Request {
 
 func (inj *Injector) react(a k8stesting.Action, chain []k8stesting.Reactor) (bool, runtime.Object, error) {
 	if inj.Crashed() {
-		return true, nil, partition{}.refuse("fake")
+		return true, nil, refused("fake")
 	}
 	r := fakeRequest(a)
 	if err := inj.requestFaults(r); err != nil {
@@ -103,7 +102,7 @@ func (inj *Injector) requestFaults(r Request) error {
 			continue
 		}
 		at := inj.clock.Now()
-		if err := f.fakeError(r); err != nil {
+		if err := f.answer(r).fake(); err != nil {
 			inj.record(i, at, r.String(), n, "answered "+err.Error())
 			return err
 		}
@@ -114,7 +113,7 @@ func (inj *Injector) requestFaults(r Request) error {
 
 func (inj *Injector) reactWatch(a k8stesting.Action, chain []k8stesting.WatchReactor) (bool, watch.Interface, error) {
 	if inj.Crashed() {
-		return true, nil, partition{}.refuse("fake")
+		return true, nil, refused("fake")
 	}
 	r := fakeRequest(a)
 	if err := inj.requestFaults(r); err != nil {
@@ -222,26 +221,3 @@ func (p *proxyWatch) wait(d time.Duration) bool {
 
 func (p *proxyWatch) Stop()                          { p.once.Do(func() { close(p.stop) }) }
 func (p *proxyWatch) ResultChan() <-chan watch.Event { return p.out }
-
-// The errors request faults answer with on the fake layer.
-
-func (f conflict) fakeError(r Request) error {
-	return apierrors.NewConflict(schema.GroupResource{Group: r.Group, Resource: r.Resource}, r.Name,
-		errors.New("the object has been modified; please apply your changes to the latest version and try again"))
-}
-
-func (f throttle) fakeError(Request) error {
-	return apierrors.NewTooManyRequests("converge: injected throttling", f.retryAfter)
-}
-
-func (f serverError) fakeError(Request) error {
-	return apierrors.NewGenericServerResponse(f.code, "", schema.GroupResource{}, "", "converge: injected server error", f.retryAfter, true)
-}
-
-func (f latency) fakeError(Request) error { return nil } // refused by InstallFake
-
-func (f partition) fakeError(Request) error { return f.refuse("fake") }
-
-func (f watchExpired) fakeError(Request) error {
-	return apierrors.NewResourceExpired("converge: injected, too old resource version")
-}

@@ -60,12 +60,59 @@ func (retriedByRESTClient) Available(l Layer) error {
 // requestFault answers a request in place of the server, or delays it.
 type requestFault interface {
 	Fault
-	// respond returns the answer, or nil to pass the request on (after
-	// whatever it did).
-	respond(req *http.Request, r Request) (*http.Response, error)
-	// fakeError is the same on the fake layer: the error to answer with,
-	// or nil to pass the request on.
-	fakeError(r Request) error
+	// answer is what the fault does to r, built once: each layer derives
+	// its own from it (answer.http, answer.fake).
+	answer(r Request) answer
+}
+
+// answer is a request fault's answer to one request: a status the API
+// server could have sent, a refused connection, or a hold before the
+// request goes on.
+type answer struct {
+	// status is an API error (apierrors.APIStatus); its Retry-After, if
+	// any, is its details' RetryAfterSeconds.
+	status error
+	// refused: the connection is refused, as by a partition.
+	refused bool
+	// hold delays the request before it goes on.
+	hold time.Duration
+}
+
+// http is the answer on the HTTP layer: a response, an error, or neither
+// to pass the request on (after holding it).
+func (a answer) http(req *http.Request) (*http.Response, error) {
+	switch {
+	case a.status != nil:
+		retryAfter := 0
+		if s, ok := a.status.(apierrors.APIStatus); ok && s.Status().Details != nil {
+			retryAfter = int(s.Status().Details.RetryAfterSeconds)
+		}
+		return statusResponse(a.status, retryAfter)
+	case a.refused:
+		return nil, refused(req.URL.Host)
+	case a.hold > 0:
+		timer := time.NewTimer(a.hold)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	return nil, nil
+}
+
+// fake is the answer on the fake layer: the error to answer with, or nil
+// to pass the request on. A hold is not available there (see
+// latency.Available).
+func (a answer) fake() error {
+	switch {
+	case a.status != nil:
+		return a.status
+	case a.refused:
+		return refused("fake")
+	}
+	return nil
 }
 
 // watchFault acts on the frames of a watch stream.
@@ -99,9 +146,9 @@ type conflict struct {
 
 func (f conflict) Name() string   { return FaultConflict }
 func (f conflict) Target() Target { return f.t }
-func (f conflict) respond(_ *http.Request, r Request) (*http.Response, error) {
-	return statusResponse(apierrors.NewConflict(schema.GroupResource{Group: r.Group, Resource: r.Resource}, r.Name,
-		errors.New("the object has been modified; please apply your changes to the latest version and try again")), 0)
+func (f conflict) answer(r Request) answer {
+	return answer{status: apierrors.NewConflict(schema.GroupResource{Group: r.Group, Resource: r.Resource}, r.Name,
+		errors.New("the object has been modified; please apply your changes to the latest version and try again"))}
 }
 
 // Throttle answers with 429 Too Many Requests and an integer Retry-After,
@@ -118,8 +165,8 @@ type throttle struct {
 
 func (f throttle) Name() string   { return FaultThrottle }
 func (f throttle) Target() Target { return f.t }
-func (f throttle) respond(*http.Request, Request) (*http.Response, error) {
-	return statusResponse(apierrors.NewTooManyRequests("converge: injected throttling", f.retryAfter), f.retryAfter)
+func (f throttle) answer(Request) answer {
+	return answer{status: apierrors.NewTooManyRequests("converge: injected throttling", f.retryAfter)}
 }
 
 // ServerError answers with code (500..599). With retryAfterSeconds > 0 the
@@ -147,9 +194,8 @@ func (f serverError) Available(l Layer) error {
 	return nil
 }
 func (f serverError) Target() Target { return f.t }
-func (f serverError) respond(*http.Request, Request) (*http.Response, error) {
-	err := apierrors.NewGenericServerResponse(f.code, "", schema.GroupResource{}, "", "converge: injected server error", f.retryAfter, true)
-	return statusResponse(err, f.retryAfter)
+func (f serverError) answer(Request) answer {
+	return answer{status: apierrors.NewGenericServerResponse(f.code, "", schema.GroupResource{}, "", "converge: injected server error", f.retryAfter, true)}
 }
 
 // Latency holds requests of the target for d before sending them on.
@@ -169,18 +215,9 @@ func (latency) Available(l Layer) error {
 	return nil
 }
 
-func (f latency) Name() string   { return FaultLatency }
-func (f latency) Target() Target { return f.t }
-func (f latency) respond(req *http.Request, _ Request) (*http.Response, error) {
-	timer := time.NewTimer(f.d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil, nil
-	case <-req.Context().Done():
-		return nil, req.Context().Err()
-	}
-}
+func (f latency) Name() string          { return FaultLatency }
+func (f latency) Target() Target        { return f.t }
+func (f latency) answer(Request) answer { return answer{hold: f.d} }
 
 // Partition fails requests of the target as a refused connection would,
 // without reaching the server.
@@ -191,13 +228,12 @@ type partition struct {
 	t Target
 }
 
-func (f partition) Name() string   { return FaultPartition }
-func (f partition) Target() Target { return f.t }
-func (f partition) respond(req *http.Request, _ Request) (*http.Response, error) {
-	return nil, f.refuse(req.URL.Host)
-}
+func (f partition) Name() string          { return FaultPartition }
+func (f partition) Target() Target        { return f.t }
+func (f partition) answer(Request) answer { return answer{refused: true} }
 
-func (partition) refuse(host string) error {
+// refused is the error of a connection to host refused.
+func refused(host string) error {
 	return &net.OpError{Op: "dial", Net: "tcp", Addr: addr(host), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 }
 
@@ -221,8 +257,8 @@ type watchExpired struct {
 
 func (f watchExpired) Name() string   { return FaultWatchExpired }
 func (f watchExpired) Target() Target { return f.t }
-func (f watchExpired) respond(*http.Request, Request) (*http.Response, error) {
-	return statusResponse(apierrors.NewResourceExpired("converge: injected, too old resource version"), 0)
+func (f watchExpired) answer(Request) answer {
+	return answer{status: apierrors.NewResourceExpired("converge: injected, too old resource version")}
 }
 
 // WatchExpiredMidStream ends a watch stream with an ERROR frame (code 410,

@@ -51,7 +51,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			continue
 		}
 		at := t.inj.clock.Now()
-		resp, err := f.respond(req, r)
+		resp, err := f.answer(r).http(req)
 		switch {
 		case err != nil:
 			t.inj.record(i, at, r.String(), n, "failed: "+err.Error())
