@@ -58,7 +58,6 @@ func Rejudge(saved *reports.Result, s *Scenario) (*reports.Result, error) {
 		return nil, err
 	}
 	res.Settle, res.Deadline = sd.Timing.Settle, sd.Timing.Deadline
-	res.Counters.Reconciles, res.Counters.Retries = saved.Counters.Reconciles, saved.Counters.Retries
 	decidedBefore := saved.Converged || slices.ContainsFunc(saved.Findings, func(f reports.Finding) bool { return f.Kind == reports.KindGoal })
 	if !v.Decided && decidedBefore && saved.Error == "" {
 		end := res.History.Start.Add(time.Duration(saved.Simulated))
