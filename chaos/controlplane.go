@@ -141,7 +141,7 @@ func PlaneOfFault(name string) (Plane, bool) {
 type controlPlaneOnly struct{}
 
 func (controlPlaneOnly) Available(l Layer) error {
-	if l == Fake {
+	if l == Clientset {
 		return errors.New("the fake clientset has no API server to restart and no etcd to compact")
 	}
 	return nil

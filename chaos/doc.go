@@ -23,11 +23,11 @@
 //     server for JSON whatever the client prefers. A partition there is a
 //     connection the proxy closes, not a refused dial.
 //
-//   - Fake (InstallFake): a reactor ahead of a fake clientset's chain for the
+//   - Clientset (InstallFake): a reactor ahead of a fake clientset's chain for the
 //     request faults, and a proxy around the watches its chain returns for
 //     the watch faults. There is no REST client there, so a 429 or a 5xx
 //     with Retry-After is not retried by the client but reaches the caller:
-//     those faults say so in Available(Fake) and InstallFake refuses them.
+//     those faults say so in Available(Clientset) and InstallFake refuses them.
 //
 // A Crash is a process fault on both layers: right after the matching
 // request, the instance's client is fenced (every request refused, open

@@ -16,7 +16,7 @@ import (
 // InstallFake applies the plan to a fake clientset (its embedded Fake):
 // request faults as a reactor ahead of its chain, watch faults as a proxy
 // around the watches its chain returns. It refuses a plan holding a fault
-// that is not Available on the Fake layer.
+// that is not Available on the Clientset layer.
 //
 // Limits: a reactor runs under the clientset's lock, so Latency there
 // serialises every call of that clientset (use one clientset per
@@ -26,7 +26,7 @@ import (
 func (inj *Injector) InstallFake(f *k8stesting.Fake) error {
 	var errs []error
 	for _, in := range inj.plan.Injections {
-		if err := in.Fault.Available(Fake); err != nil {
+		if err := in.Fault.Available(Clientset); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", in.Fault.Name(), err))
 		}
 	}
@@ -67,7 +67,7 @@ func fakeRequest(a k8stesting.Action) Request {
 
 func (inj *Injector) react(a k8stesting.Action, chain []k8stesting.Reactor) (bool, runtime.Object, error) {
 	if inj.Crashed() {
-		return true, nil, refused("fake")
+		return true, nil, refused("in-process")
 	}
 	r := fakeRequest(a)
 	if err := inj.requestFaults(r); err != nil {
@@ -113,7 +113,7 @@ func (inj *Injector) requestFaults(r Request) error {
 
 func (inj *Injector) reactWatch(a k8stesting.Action, chain []k8stesting.WatchReactor) (bool, watch.Interface, error) {
 	if inj.Crashed() {
-		return true, nil, refused("fake")
+		return true, nil, refused("in-process")
 	}
 	r := fakeRequest(a)
 	if err := inj.requestFaults(r); err != nil {

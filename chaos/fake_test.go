@@ -168,7 +168,7 @@ func TestFakeRefusesFaultsItCannotMean(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "throttle: the fake clientset has no REST client")
 	assert.Contains(t, err.Error(), "server-error")
-	assert.NoError(t, chaos.ServerError(chaos.Target{}, 500, 0).Available(chaos.Fake), "without Retry-After it means the same")
+	assert.NoError(t, chaos.ServerError(chaos.Target{}, 500, 0).Available(chaos.Clientset), "without Retry-After it means the same")
 	assert.NoError(t, chaos.Throttle(chaos.Target{}, 1).Available(chaos.HTTP))
 }
 

@@ -37,8 +37,8 @@ type Layer string
 const (
 	// HTTP: the RoundTripper of in-process clients of a real API server.
 	HTTP Layer = "http"
-	// Fake: reactors and watch proxies on a fake clientset.
-	Fake Layer = "fake"
+	// Clientset: reactors and watch proxies on a fake clientset.
+	Clientset Layer = "clientset"
 )
 
 // everywhere is embedded by faults that mean the same on every layer.
@@ -51,7 +51,7 @@ func (everywhere) Available(Layer) error { return nil }
 type retriedByRESTClient struct{}
 
 func (retriedByRESTClient) Available(l Layer) error {
-	if l == Fake {
+	if l == Clientset {
 		return errors.New("the fake clientset has no REST client: a 429 or a 5xx with Retry-After reaches the caller instead of being retried")
 	}
 	return nil
@@ -110,7 +110,7 @@ func (a answer) fake() error {
 	case a.status != nil:
 		return a.status
 	case a.refused:
-		return refused("fake")
+		return refused("in-process")
 	}
 	return nil
 }
@@ -209,7 +209,7 @@ type latency struct {
 // Available: not on the fake layer, where a reactor runs under the
 // clientset's lock.
 func (latency) Available(l Layer) error {
-	if l == Fake {
+	if l == Clientset {
 		return errors.New("a fake clientset's reactor runs under its lock: a delay there stalls every other call of that client, and in a synctest bubble goroutines waiting on a mutex keep virtual time from advancing")
 	}
 	return nil

@@ -27,6 +27,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest/tier"
 )
 
@@ -212,7 +213,7 @@ func failingRun(t *testing.T) *reports.Result {
 	require.NoError(t, err)
 	var res *reports.Result
 	synctest.Test(t, func(t *testing.T) {
-		res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Controller: downscaler{}, Replay: "go test ./reports -run TestReportInBrowser"})
+		res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: downscaler{}, Replay: "go test ./reports -run TestReportInBrowser"})
 	})
 	require.Empty(t, res.Error)
 	require.False(t, res.Pass)

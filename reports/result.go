@@ -103,6 +103,11 @@ type Result struct {
 	// the controller): a bad scenario, a backend that did not start, a
 	// panic in the harness.
 	Error string `json:"error,omitempty"`
+	// Unavailable says the run could not be carried out because its
+	// backend cannot run here and nothing requires it (its binaries are
+	// missing, no cluster was given): Error says why. A test skips such a
+	// run.
+	Unavailable bool `json:"unavailable,omitempty"`
 }
 
 // Violation is the first breach of one invariant.

@@ -24,6 +24,9 @@ import (
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/backends"
+	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest"
 )
 
@@ -127,9 +130,11 @@ func runWidgets(t *testing.T, backend string, bug widgetBug) *reports.Result {
 	t.Helper()
 	s, err := scenarios.Load("testdata/widgets/conflicts.yaml")
 	require.NoError(t, err)
-	opts := scenarios.Options{Backend: backend, Seed: 1, Controller: widgetController(bug)}
+	kind, err := backends.Named(backend)
+	require.NoError(t, err)
+	opts := scenarios.Options{Backend: kind, Seed: 1, Controller: widgetController(bug)}
 	var res *reports.Result
-	if backend == scenarios.Fake {
+	if kind.Virtual() {
 		synctest.Test(t, func(t *testing.T) { res = scenarios.Run(t.Context(), s, opts) })
 	} else {
 		res = scenarios.Run(context.Background(), s, opts)
@@ -152,9 +157,9 @@ func brokenInvariants(res *reports.Result) []string {
 // controller out of process adds to.
 func TestAnyControllerWithItsOwnScenario(t *testing.T) {
 	t.Parallel()
-	for _, backend := range []string{scenarios.Fake, scenarios.Envtest} {
+	for _, backend := range []string{fake.Name, envtest.Name} {
 		t.Run(backend, func(t *testing.T) {
-			if backend == scenarios.Envtest {
+			if backend == envtest.Name {
 				simtest.Require(t)
 			}
 			res := runWidgets(t, backend, noBug)
@@ -164,7 +169,7 @@ func TestAnyControllerWithItsOwnScenario(t *testing.T) {
 			assert.Contains(t, res.Invariants, "ready-within-replicas")
 			assert.Contains(t, res.Invariants, scenarios.InvWritesAllowed)
 			assert.Contains(t, res.Invariants, scenarios.InvNoForbidden)
-			if backend == scenarios.Fake {
+			if backend == fake.Name {
 				// In virtual time the windows meet the controller's first
 				// writes; on a loaded real control plane its caches may sync
 				// after the 20 s windows have closed.
@@ -191,13 +196,13 @@ func TestBugsBreakWhatTheScenarioSays(t *testing.T) {
 		deletesConfig: scenarios.InvNoForbidden,
 	} {
 		t.Run(string(bug), func(t *testing.T) {
-			res := runWidgets(t, scenarios.Fake, bug)
+			res := runWidgets(t, fake.Name, bug)
 			assert.False(t, res.Pass)
 			assert.Contains(t, brokenInvariants(res), want, "%v", res.Reasons)
 		})
 	}
 	t.Run(string(noStatus), func(t *testing.T) {
-		res := runWidgets(t, scenarios.Fake, noStatus)
+		res := runWidgets(t, fake.Name, noStatus)
 		assert.False(t, res.Converged)
 		assert.Empty(t, res.Violations)
 		require.NotEmpty(t, res.Reasons)
@@ -215,7 +220,7 @@ func TestFindingsAreData(t *testing.T) {
 		noStatus:      {Check: reports.CheckGoal, Kind: reports.KindGoal},
 	} {
 		t.Run(string(bug), func(t *testing.T) {
-			res := runWidgets(t, scenarios.Fake, bug)
+			res := runWidgets(t, fake.Name, bug)
 			assert.Equal(t, reports.Sentences(res.Findings, res.Started), res.Reasons)
 			i := slices.IndexFunc(res.Findings, func(f reports.Finding) bool { return f.Check == want.Check })
 			require.GreaterOrEqual(t, i, 0, "no finding of %s in %v", want.Check, res.Reasons)
@@ -241,7 +246,7 @@ func TestFindingsAreData(t *testing.T) {
 // The forbidden request is named with its verb, resource and namespace,
 // and how many followed it.
 func TestForbiddenRequestIsNamed(t *testing.T) {
-	res := runWidgets(t, scenarios.Fake, deletesConfig)
+	res := runWidgets(t, fake.Name, deletesConfig)
 	var v reports.Violation
 	for _, x := range res.Violations {
 		if x.Invariant == scenarios.InvNoForbidden {
@@ -266,13 +271,13 @@ func TestFaultProfilesApplyToAnyController(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 1+len(profiles))
 	for _, s := range all {
-		if !s.RunsOn(scenarios.Fake) {
+		if !s.RunsOn(fake.Name) {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
 			var res *reports.Result
 			synctest.Test(t, func(t *testing.T) {
-				res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Controller: widgetController(noBug)})
+				res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: widgetController(noBug)})
 			})
 			require.Empty(t, res.Error)
 			assert.True(t, res.Pass, "%v", res.Reasons)

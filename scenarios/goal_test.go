@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 // The goal is judged when something happened, not once a poll: the
@@ -34,7 +35,7 @@ func TestAnIdleHourCostsNoJudging(t *testing.T) {
 	require.Equal(t, scenarios.Duration(time.Hour), long.Timing.Settle)
 	for _, s := range []*scenarios.Scenario{base, long} {
 		synctest.Test(t, func(t *testing.T) {
-			res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Controller: scaler.For(s)})
+			res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: scaler.For(s)})
 			require.True(t, res.Pass, "%v", res.Reasons)
 			settle := time.Duration(s.Timing.Settle)
 			assert.GreaterOrEqual(t, time.Duration(res.Simulated), settle)
@@ -58,7 +59,7 @@ func TestLimitEndsAnIdleRun(t *testing.T) {
 		return nil
 	}
 	synctest.Test(t, func(t *testing.T) {
-		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Limit: limit, Controller: scaler.Controller{}})
+		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Limit: limit, Controller: scaler.Controller{}})
 		assert.Equal(t, "the run passed its wall-clock limit of 1s", res.Error)
 		assert.Less(t, time.Duration(res.Simulated), time.Hour)
 	})

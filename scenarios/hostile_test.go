@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 const head = "name: a\ncatches: x\n"
@@ -102,7 +103,7 @@ func TestResultHoldsItsScenario(t *testing.T) {
 	all, err := scaler.Catalogue()
 	require.NoError(t, err)
 	for _, s := range all {
-		res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: "none"})
+		res := scenarios.Run(context.Background(), s, scenarios.Options{})
 		require.NotEmpty(t, res.Spec, s.Name)
 		again, err := scenarios.Parse(s.Name+".json", res.Spec)
 		require.NoError(t, err, "%s: %s", s.Name, res.Spec)
@@ -124,7 +125,7 @@ func TestLimitEndsARun(t *testing.T) {
 		return nil
 	}
 	synctest.Test(t, func(t *testing.T) {
-		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Limit: limit, Controller: scaler.Controller{}})
+		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Limit: limit, Controller: scaler.Controller{}})
 		assert.False(t, res.Pass)
 		assert.Equal(t, "the run passed its wall-clock limit of 1s", res.Error)
 		assert.Less(t, time.Duration(res.Simulated), time.Hour)

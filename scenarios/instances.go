@@ -115,9 +115,9 @@ func (r *run) startInstance(ctx context.Context) error {
 // the run ends) and returns the kubeconfig that reaches it. Its requests are
 // recorded as they leave the proxy for the server.
 func (r *run) proxy(idx int, inj *chaos.Injector) (string, error) {
-	if r.env.ControllerConfig == nil || r.fakeBE != nil {
+	if r.env.ControllerConfig == nil || r.env.InProcess != nil {
 		// The fake's REST door is in process: no listener to reach.
-		return "", fmt.Errorf("the %s backend has no server for a controller binary to reach", r.opts.Backend)
+		return "", fmt.Errorf("the %s backend has no server for a controller binary to reach", r.opts.Backend.Name())
 	}
 	upstream := rest.CopyConfig(r.env.ControllerConfig)
 	upstream.Wrap(recordHTTP(idx, r))
@@ -232,8 +232,8 @@ func (r *run) clients(in *Instance, inj *chaos.Injector) error {
 		return err
 	}
 	in.Dynamic = dc
-	if r.fakeBE != nil {
-		cs, err := r.fakeBE.NewControllerClient()
+	if r.env.InProcess != nil {
+		cs, err := r.env.InProcess.NewControllerClient()
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 func TestParseNamesFileLineAndField(t *testing.T) {
@@ -52,7 +53,7 @@ func TestCatalogueIsComplete(t *testing.T) {
 	onFake := 0
 	for _, s := range all {
 		assert.NotEmpty(t, s.Catches, "%s names the broken behaviour it catches", s.Name)
-		if s.RunsOn(scenarios.Fake) {
+		if s.RunsOn(fake.Name) {
 			onFake++
 		}
 	}
@@ -66,10 +67,10 @@ func TestCatalogueIsComplete(t *testing.T) {
 func TestBadRunsAreResults(t *testing.T) {
 	s, err := scaler.Lookup("throttle-storm")
 	require.NoError(t, err)
-	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Fake, Controller: scaler.Controller{}})
+	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: fake.Kind{}, Controller: scaler.Controller{}})
 	assert.False(t, res.Pass)
 	assert.Contains(t, res.Error, "does not run on fake")
-	res = scenarios.Run(context.Background(), &scenarios.Scenario{Name: "x"}, scenarios.Options{Backend: scenarios.Fake})
+	res = scenarios.Run(context.Background(), &scenarios.Scenario{Name: "x"}, scenarios.Options{Backend: fake.Kind{}})
 	assert.Contains(t, res.Error, "invalid scenario")
 	assert.Equal(t, reports.SchemaVersion, res.Schema)
 	_ = time.Second

@@ -18,7 +18,9 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/cluster"
+	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/simtest"
 )
 
@@ -39,7 +41,7 @@ faults:
 timing: {deadline: 2m, settle: 10s}
 `)
 	var log strings.Builder
-	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Envtest, Seed: 1, Log: &syncWriter{b: &log}, Controller: scaler.For(s)})
+	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: envtest.Kind{}, Seed: 1, Log: &syncWriter{b: &log}, Controller: scaler.For(s)})
 	require.True(t, res.Pass, "%v\n%s", res.Reasons, log.String())
 	assertExits(t, res, bin, "ended by signal killed", "exited with status 0")
 }
@@ -70,7 +72,7 @@ timing: {deadline: 3m, settle: 10s}
 		Controller: scenarios.IdentityOf(scaler.For(s))})
 	require.NoError(t, err)
 	var log strings.Builder
-	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: scenarios.Cluster, SimBackend: b, Seed: 1, Log: &syncWriter{b: &log}, Controller: scaler.For(s)})
+	res := scenarios.Run(context.Background(), s, scenarios.Options{Backend: sim.Given(b), Seed: 1, Log: &syncWriter{b: &log}, Controller: scaler.For(s)})
 	require.True(t, res.Pass, "%v\n%s", res.Reasons, log.String())
 	fired := map[string]int{}
 	for _, f := range res.History.Faults {

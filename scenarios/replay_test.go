@@ -13,6 +13,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 // TestSameSeedSameFaults runs every faulted fake scenario twice with one
@@ -32,7 +33,7 @@ func TestSameSeedSameFaults(t *testing.T) {
 	all, err := scaler.Catalogue()
 	require.NoError(t, err)
 	for _, s := range all {
-		if !s.RunsOn(scenarios.Fake) || len(s.Faults) == 0 {
+		if !s.RunsOn(fake.Name) || len(s.Faults) == 0 {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
@@ -88,7 +89,7 @@ func (l faultLog) of(t *testing.T, spec chaos.Spec) []firing {
 func runFaults(t *testing.T, s *scenarios.Scenario, seed uint64) faultLog {
 	var res *reports.Result
 	synctest.Test(t, func(t *testing.T) {
-		res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: seed, Controller: scaler.For(s)})
+		res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: seed, Controller: scaler.For(s)})
 	})
 	require.Empty(t, res.Error)
 	return faultLog{res.History.Faults, res.Started}

@@ -21,28 +21,26 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/sim"
-	"github.com/converge-lab/converge/sim/envtest"
-	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/kwok"
 	"github.com/converge-lab/converge/sim/world"
 )
 
 // Options say how to run a scenario.
 type Options struct {
-	// Backend: fake, envtest or cluster.
-	Backend string
+	// Backend is the kind of backend the run is on: one of the registry's
+	// (backends.Named: fake, envtest, cluster) or one of the caller's own
+	// (envtest.Kind on a control plane of its own, sim.Given(b) for a
+	// backend built by hand). Required.
+	Backend sim.Kind
+	// Setup is the invocation's, for the kinds that read it (the cluster
+	// kind's kubeconfig or kwok cluster, control planes shared by runs);
+	// nil means none.
+	Setup *sim.Setup
 	// Seed draws the fault probabilities and the world's randomness.
 	Seed uint64
 	// Controller under test. Required, unless the scenario names a
 	// command to run out of process.
 	Controller Controller
-	// ControlPlane for envtest. Nil means the test binary's shared one
-	// (envtest.SharedWith), without a watch cache for scenarios with a
-	// compaction fault.
-	ControlPlane *envtest.ControlPlane
-	// Backend for cluster (or any other), started by Run and stopped after.
-	// Required for cluster.
-	SimBackend sim.Backend
 	// Replay is the command that replays this run, recorded in the result.
 	Replay string
 	// Log receives the output of controllers run out of process. Nil
@@ -93,10 +91,14 @@ const slowPods = 5 * time.Second
 // inside a synctest bubble for virtual time.
 func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	wallStart := time.Now()
+	backend := ""
+	if opts.Backend != nil {
+		backend = opts.Backend.Name()
+	}
 	res = &reports.Result{
 		Schema: reports.SchemaVersion, Scenario: s.Name, Description: s.Description, Catches: s.Catches,
 		Plan:    s.Faults,
-		Backend: opts.Backend, Seed: opts.Seed, Replay: opts.Replay, Started: time.Now(),
+		Backend: backend, Seed: opts.Seed, Replay: opts.Replay, Started: time.Now(),
 		Versions: versions(), RunID: opts.RunID,
 	}
 	if spec, err := json.Marshal(s); err == nil {
@@ -127,8 +129,12 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		res.Error = "no controller under test: set Options.Controller"
 		return res
 	}
-	if !s.RunsOn(opts.Backend) {
-		res.Error = fmt.Sprintf("scenario %s does not run on %s (backends: %v)", s.Name, opts.Backend, s.withDefaults().Backends)
+	if opts.Backend == nil {
+		res.Error = "no backend: set Options.Backend (backends.Named, or a sim.Kind of your own)"
+		return res
+	}
+	if !s.RunsOn(backend) {
+		res.Error = fmt.Sprintf("scenario %s does not run on %s (backends: %v)", s.Name, backend, s.withDefaults().Backends)
 		return res
 	}
 	if opts.Log == nil {
@@ -144,6 +150,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	defer watchPanics(r.hist)()
 	if err := r.run(ctx); err != nil {
 		res.Error = err.Error()
+		res.Unavailable = errors.Is(err, sim.ErrUnavailable)
 	}
 	if r.limited.Load() {
 		res.Error = opts.Limit().Error()
@@ -160,13 +167,12 @@ type run struct {
 	// compiled are the scenario's rules, for the goal.
 	compiled *check.Compiled
 
-	env    *sim.Env
-	fakeBE *fake.Backend
-	kube   *kube
-	start  time.Time
-	obs    *observer
-	judge  Judge // the controller's own, or nil
-	plan   []chaos.Injection
+	env   *sim.Env
+	kube  *kube
+	start time.Time
+	obs   *observer
+	judge Judge // the controller's own, or nil
+	plan  []chaos.Injection
 
 	mu         sync.Mutex
 	instances  map[int]*instance
@@ -261,7 +267,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.plan = plan
-	backend, err := r.backend()
+	backend, err := r.backend(ctx)
 	if err != nil {
 		return err
 	}
@@ -283,7 +289,7 @@ func (r *run) run(ctx context.Context) error {
 			return fmt.Errorf("fault %s cannot run on %s: %w", in.Fault.Name(), r.opts.Backend, err)
 		}
 		if _, cp := chaos.PlaneOf(in.Fault); cp && env.ControlPlane == nil {
-			return fmt.Errorf("fault %s needs a control plane the %s backend does not have", in.Fault.Name(), r.opts.Backend)
+			return fmt.Errorf("fault %s needs a control plane the %s backend does not have", in.Fault.Name(), r.opts.Backend.Name())
 		}
 	}
 	if r.compiled, err = check.Compile(rules(&r.s)); err != nil {
@@ -416,9 +422,9 @@ func (r *run) startWorld(ctx context.Context) (func(), error) {
 	// On a kwokctl cluster of our own, kube-scheduler and kwok do their
 	// parts (sim.KwokNodes).
 	kwokNodes := r.env.Can.Has(sim.KwokNodes)
-	if r.fakeBE != nil {
+	if r.env.InProcess != nil {
 		// The world only reads what its informers hold: no copy per event.
-		cs, err := r.fakeBE.NewSharingClient()
+		cs, err := r.env.InProcess.NewSharingClient()
 		if err != nil {
 			return nil, err
 		}
@@ -477,27 +483,9 @@ func (r *run) view() View {
 		Find: r.hist.find, Violate: r.hist.violate, Event: r.hist.event, State: r.hist.state, Log: r.hist.log}
 }
 
-func (r *run) backend() (sim.Backend, error) {
-	switch r.opts.Backend {
-	case Fake:
-		b, err := fake.New(fake.Config{Namespace: "converge", Controller: r.identity()})
-		r.fakeBE = b
-		return b, err
-	case Envtest:
-		cp := r.opts.ControlPlane
-		if cp == nil {
-			var err error
-			if cp, err = envtest.SharedWith(context.Background(), envtest.Options{NoWatchCache: r.needsNoWatchCache()}); err != nil {
-				return nil, err
-			}
-		}
-		return envtest.NewBackendWith(cp, envtest.BackendConfig{Prefix: r.s.Name + "-", Controller: r.identity()})
-	default:
-		if r.opts.SimBackend == nil {
-			return nil, fmt.Errorf("backend %q: no backend given", r.opts.Backend)
-		}
-		return r.opts.SimBackend, nil
-	}
+// backend is the run's backend, of its kind.
+func (r *run) backend(ctx context.Context) (sim.Backend, error) {
+	return r.opts.Backend.For(ctx, sim.Run{Name: r.s.Name, Controller: r.identity(), NoWatchCache: r.needsNoWatchCache(), Setup: r.opts.Setup})
 }
 
 // identity is the controller's declared identity, or none.
@@ -527,7 +515,7 @@ func (r *run) needsNoWatchCache() bool {
 // and it uses that, else its HTTP client.
 func (r *run) layer() chaos.Layer {
 	if c, ok := r.opts.Controller.(ConfigUser); r.env.ControllerClient != nil && !(ok && c.UsesConfig()) {
-		return chaos.Fake
+		return chaos.Clientset
 	}
 	return chaos.HTTP
 }

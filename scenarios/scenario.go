@@ -17,6 +17,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/scenarios/expect"
+	"github.com/converge-lab/converge/sim/backends"
 	"github.com/converge-lab/converge/sim/world"
 )
 
@@ -34,8 +35,8 @@ type Scenario struct {
 	// Catches names the broken behaviour a failure of this scenario
 	// reveals.
 	Catches string `json:"catches"`
-	// Backends it runs on: fake, envtest, cluster. Empty means fake and
-	// envtest.
+	// Backends it runs on, of the kinds package sim/backends lists (fake,
+	// envtest, cluster). Empty means its defaults: fake and envtest.
 	Backends []string `json:"backends,omitempty"`
 
 	// Objects are created at the start, in order, CustomResourceDefinitions
@@ -279,17 +280,15 @@ func (s *Scenario) Shortest() time.Duration {
 	return max(d.FaultsEnd(), time.Duration(d.Timing.Settle))
 }
 
-// Backends.
-const (
-	Fake    = "fake"
-	Envtest = "envtest"
-	Cluster = "cluster"
-)
+// realKinds are the names of the kinds that run in real time.
+func realKinds() []string {
+	return slices.DeleteFunc(backends.Names(), backends.Virtual)
+}
 
 // withDefaults returns s with its zero values filled.
 func (s Scenario) withDefaults() Scenario {
 	if len(s.Backends) == 0 {
-		s.Backends = []string{Fake, Envtest}
+		s.Backends = backends.Defaults()
 	}
 	s.World.Nodes = cmp.Or(s.World.Nodes, 3)
 	c := &s.Controller
@@ -366,8 +365,8 @@ func (s Scenario) Validate() error {
 		bad("catches", "say which broken behaviour this scenario catches")
 	}
 	for i, b := range s.Backends {
-		if !slices.Contains([]string{Fake, Envtest, Cluster}, b) {
-			bad(fmt.Sprintf("backends[%d]", i), "unknown backend %q (fake, envtest, cluster)", b)
+		if _, err := backends.Named(b); err != nil {
+			bad(fmt.Sprintf("backends[%d]", i), "%s", err)
 		}
 	}
 	def := s.withDefaults()
@@ -510,11 +509,11 @@ func validateController(s Scenario, bad func(path, format string, args ...any)) 
 	if len(c.Command) > MaxCommand {
 		bad("controller.command", "at most %d arguments, got %d", MaxCommand, len(c.Command))
 	}
-	if len(c.Command) > 0 && slices.Contains(s.Backends, Fake) {
-		bad("controller.command", "a controller binary needs a server to reach: list backends without fake")
+	if virtual := slices.DeleteFunc(slices.Clone(s.Backends), func(b string) bool { return !backends.Virtual(b) }); len(c.Command) > 0 && len(virtual) > 0 {
+		bad("controller.command", "a controller binary runs in real time and needs a server to reach: list backends without %s", strings.Join(virtual, ", "))
 	}
 	if len(c.Command) > 0 && len(s.Backends) == 0 {
-		bad("controller.command", "a controller binary needs a server to reach: set backends (envtest, cluster)")
+		bad("controller.command", "a controller binary runs in real time and needs a server to reach: set backends (%s)", strings.Join(realKinds(), ", "))
 	}
 	if c.RestartAfter < 0 || c.LeaseDuration < 0 || c.StartAfter < 0 {
 		bad("controller", "durations must not be negative")

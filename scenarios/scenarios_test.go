@@ -11,6 +11,7 @@ import (
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest"
 )
 
@@ -22,6 +23,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(unprepared) == "" {
 		scenarios.PrepareProcess()
 	}
+	scenariotest.RegisterFlags() // -converge.seeds and the others
 	os.Exit(simtest.Main(m))
 }
 
@@ -32,7 +34,7 @@ func TestRunRefusesAnUnpreparedProcess(t *testing.T) {
 		s, err := scaler.Lookup("baseline")
 		require.NoError(t, err)
 		handlers := len(utilruntime.PanicHandlers)
-		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Controller: scaler.Controller{}})
+		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Controller: scaler.Controller{}})
 		require.False(t, res.Pass)
 		require.Contains(t, res.Error, "call scenarios.PrepareProcess() once, from TestMain")
 		require.Len(t, utilruntime.PanicHandlers, handlers, "no panic handler was added")

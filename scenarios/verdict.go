@@ -35,7 +35,7 @@ func (r *run) verdict() {
 		res.Notes = append(res.Notes, "the controller ran with full rights: it declares no RBAC (implement scenarios.Identified), so a request a real cluster would refuse went through")
 	}
 	if lag := time.Duration(res.Counters.PodLag); !res.Pass && lag >= slowPods {
-		res.Notes = append(res.Notes, fmt.Sprintf("a Deployment waited %v for the pods it asked for: the %s backend was slow to create them, and the scenario's timings may not have left room for that", lag.Round(100*time.Millisecond), r.opts.Backend))
+		res.Notes = append(res.Notes, fmt.Sprintf("a Deployment waited %v for the pods it asked for: the %s backend was slow to create them, and the scenario's timings may not have left room for that", lag.Round(100*time.Millisecond), r.opts.Backend.Name()))
 	}
 }
 

@@ -18,12 +18,13 @@ import (
 	"strings"
 
 	"k8s.io/client-go/kubernetes"
+	fakeclientset "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 )
 
 // Backend is one kind of world a scenario runs in.
 type Backend interface {
-	// Name is the backend's short name: "fake", "envtest", "cluster".
+	// Name is its kind's name (Kind.Name).
 	Name() string
 	// Start brings the backend up and returns what a run needs.
 	Start(ctx context.Context) (*Env, error)
@@ -57,8 +58,23 @@ type Env struct {
 	// the backend can (Can has APIServerRestart); nil elsewhere. The chaos
 	// package's control-plane faults act on it.
 	ControlPlane ControlPlane
+	// InProcess makes the in-process API's own clientsets, where the API
+	// lives in this process (fake); nil elsewhere.
+	InProcess InProcess
 	// Can lists what this backend can do.
 	Can Capabilities
+}
+
+// InProcess is an API server living in this process, as a run reaches it
+// without HTTP.
+type InProcess interface {
+	// NewControllerClient is a clientset for one controller instance: the
+	// chaos layer adds its reactors to it.
+	NewControllerClient() (*fakeclientset.Clientset, error)
+	// NewSharingClient is a clientset whose watchers share each event's
+	// object instead of copying it, for readers that never change what they
+	// read (the world simulator).
+	NewSharingClient() (*fakeclientset.Clientset, error)
 }
 
 // ControlPlane is a backend's API server and storage, as faults see them.

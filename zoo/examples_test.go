@@ -14,6 +14,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/zoo"
 )
 
@@ -66,7 +67,7 @@ func TestExamples(t *testing.T) {
 			began := time.Now()
 			for _, m := range ex.mutants {
 				for _, s := range all {
-					if !s.RunsOn(scenarios.Fake) {
+					if !s.RunsOn(fake.Name) {
 						continue
 					}
 					res := runFake(t, s, 1, m.Controller())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/sim/backends"
 )
 
 // Cell is what the runs of one mutant on one scenario found.
@@ -170,7 +171,7 @@ func (t *Table) Fastest(mutant string) *Cell {
 	var best *Cell
 	for _, s := range t.CaughtBy(mutant) {
 		c := t.Cell(mutant, s)
-		if best == nil || (c.Backend == best.Backend && c.Virtual < best.Virtual) || (c.Backend == "fake" && best.Backend != "fake") {
+		if best == nil || (c.Backend == best.Backend && c.Virtual < best.Virtual) || (backends.Virtual(c.Backend) && !backends.Virtual(best.Backend)) {
 			best = c
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/converge-lab/converge/zoo"
 )
@@ -30,6 +32,7 @@ var (
 
 func TestMain(m *testing.M) {
 	scenarios.PrepareProcess()
+	scenariotest.RegisterFlags() // -converge.seeds and the others
 	os.Exit(simtest.Main(m))
 }
 
@@ -51,7 +54,7 @@ func TestZoo(t *testing.T) {
 	require.NoError(t, err)
 	var catalogue []*scenarios.Scenario
 	for _, s := range all {
-		if s.RunsOn(scenarios.Fake) && skipped[s.Name] == "" {
+		if s.RunsOn(fake.Name) && skipped[s.Name] == "" {
 			catalogue = append(catalogue, s)
 		}
 	}
@@ -97,7 +100,7 @@ func TestZoo(t *testing.T) {
 		table.FalseAlarmSeeds = 5
 	}
 	for _, name := range table.Catching() {
-		s, err := scaler.Lookup(strings.TrimSuffix(name, "/"+scenarios.Fake))
+		s, err := scaler.Lookup(strings.TrimSuffix(name, "/"+fake.Name))
 		require.NoError(t, err)
 		for seed := uint64(1); seed <= uint64(table.FalseAlarmSeeds); seed++ {
 			res := runFake(t, s, seed, scaler.Controller{})
@@ -164,11 +167,11 @@ func envtestRuns(t *testing.T, table *zoo.Table, mutants []zoo.Mutant) []*report
 	run := func(m zoo.Mutant, name string) {
 		s, err := scaler.Lookup(name)
 		require.NoError(t, err)
-		if !s.RunsOn(scenarios.Envtest) {
+		if !s.RunsOn(envtest.Name) {
 			return
 		}
 		scenariosUsed[name] = true
-		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Envtest, Seed: 1, Controller: m.Controller(),
+		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: envtest.Kind{}, Seed: 1, Controller: m.Controller(),
 			Replay: fmt.Sprintf("go test ./zoo -count=1 -run '^TestZoo$' -zoo.envtest -zoo.mutants=%s", m.Name)})
 		verdict := "pass"
 		if !res.Pass {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 )
@@ -221,12 +222,11 @@ func (t *tests) listNow(ctx context.Context, files []string) ([]scenariotest.Lis
 	// -converge.full: a campaign asks for its backends by name, so every
 	// scenario is listed on every backend it names, whatever a plain go
 	// test of the package would leave to the full matrix.
-	args := []string{"-test.run", t.run, "-test.count=1", "-converge.list", "-converge.full"}
-	for _, f := range files {
-		args = append(args, "-converge.file="+f)
-	}
-	cmd := exec.CommandContext(ctx, t.bin, args...)
+	inv := invocation.Default()
+	inv.List, inv.Full, inv.Files = true, true, files
+	cmd := exec.CommandContext(ctx, t.bin, "-test.run", t.run, "-test.count=1")
 	cmd.Dir = t.dir
+	cmd.Env = withInvocation(os.Environ(), inv)
 	tail := &tailWriter{max: 20}
 	cmd.Stderr = tail
 	out, err := cmd.StdoutPipe()

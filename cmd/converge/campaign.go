@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/converge-lab/converge/internal/invocation"
+	"github.com/converge-lab/converge/sim/backends"
 	"golang.org/x/term"
-
-	"github.com/converge-lab/converge/scenarios"
 )
 
 // shard is one slice of a campaign's runs: the runs whose place in the
@@ -85,18 +85,18 @@ type unit struct {
 func units(runs []runKey, parallel int) []*unit {
 	var out []*unit
 	shared := map[string]*unit{}
-	fake := 0
+	virtual := 0
 	for _, k := range runs {
-		if k.backend == scenarios.Fake {
-			fake++
+		if backends.Virtual(k.backend) {
+			virtual++
 		}
 	}
-	per := max(1, (fake+2*parallel-1)/(2*parallel))
+	per := max(1, (virtual+2*parallel-1)/(2*parallel))
 	for _, k := range runs {
 		key := fmt.Sprintf("%s\x00%v\x00%s\x00%d", k.test, k.file, k.backend, k.seed)
 		u := shared[key]
 		if u == nil || (!u.heavy && len(u.names) == per) {
-			u = &unit{test: k.test, files: k.file, backend: k.backend, seed: k.seed, heavy: k.backend != scenarios.Fake, sequence: len(out)}
+			u = &unit{test: k.test, files: k.file, backend: k.backend, seed: k.seed, heavy: !backends.Virtual(k.backend), sequence: len(out)}
 			shared[key] = u
 			out = append(out, u)
 		}
@@ -195,19 +195,14 @@ func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker)
 	// Each run has its own limit; the process's is a backstop for a hang
 	// outside any run.
 	timeout := p.runTimeout*time.Duration(len(u.names)) + 10*time.Minute
-	args := []string{"-test.run", pattern(u.test, u.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String(),
-		"-converge.seed=" + strconv.FormatUint(u.seed, 10), "-converge.seeds=1",
-		"-converge.report=" + p.report, "-converge.backends=" + u.backend,
-		"-converge.run-id=" + p.runID, "-converge.run-timeout=" + p.runTimeout.String(), "-converge.full"}
+	args := []string{"-test.run", pattern(u.test, u.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}
+	inv := invocation.Default()
+	inv.Seed, inv.Report, inv.Backends, inv.RunID, inv.RunTimeout, inv.Full = u.seed, p.report, []string{u.backend}, p.runID, p.runTimeout, true
 	if u.files {
-		for _, file := range p.sel.files {
-			args = append(args, "-converge.file="+file)
-		}
+		inv.Files = p.sel.files
 	}
-	if u.backend == scenarios.Cluster && p.kwokDir != "" {
-		args = append(args, "-converge.kwok="+p.kwokDir)
-	} else if u.backend == scenarios.Cluster {
-		args = append(args, "-converge.kubeconfig="+p.kubeconfig)
+	if backends.UsesCluster(u.backend) {
+		inv.Kubeconfig, inv.Kwok = p.kubeconfig, p.kwokDir
 	}
 	if !u.heavy {
 		// The processes side by side are the parallelism.
@@ -220,7 +215,7 @@ func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker)
 	defer stderrLog.flush()
 	cmd := exec.CommandContext(ctx, p.tests.bin, args...)
 	cmd.Dir = p.tests.dir
-	cmd.Env = childEnv(os.Environ(), p.parallel)
+	cmd.Env = withInvocation(childEnv(os.Environ(), p.parallel), inv)
 	cmd.Stderr = io.MultiWriter(stderrLog, tail)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -234,6 +229,12 @@ func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker)
 		return &childError{bin: p.tests.bin, err: err, output: tail.lines}
 	}
 	return nil
+}
+
+// withInvocation is env with inv for a test binary of scenarios
+// ($CONVERGE_FLAGS, which any test binary reads, whatever its TestMain).
+func withInvocation(env []string, inv invocation.Invocation) []string {
+	return append(slices.Clip(env), invocation.Env+"="+inv.EnvValue())
 }
 
 // childGOGC is the garbage collector's target in the processes that run

@@ -192,9 +192,9 @@ func TestADyingRunLosesNoOther(t *testing.T) {
 	// given.
 	bin := writeFile(t, filepath.Join(dir, "half.test"), `#!/bin/sh
 report= id= pattern=
-for a in "$@"; do
+for a in "$@" $CONVERGE_FLAGS; do
 	case "$a" in
-	-converge.list)
+	-converge.list=true)
 		for n in dies lives-1 lives-2 lives-3 lives-4; do
 			echo "converge-scenario: {\"test\":\"TestScenarios\",\"name\":\"$n\",\"backends\":[\"fake\"]}"
 		done

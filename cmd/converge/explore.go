@@ -18,8 +18,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/scenarios/explore"
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 // exploreFlags are converge explore's flags.
@@ -62,25 +64,21 @@ usage.`,
 }
 
 func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, stderr io.Writer) error {
-	f.backends, f.seeds = []string{"fake"}, strconv.FormatUint(f.seed, 10)
+	f.backends, f.seeds = []string{fake.Name}, strconv.FormatUint(f.seed, 10)
 	p, err := f.check(ctx, []string{arg}, stderr)
 	if err != nil {
 		return err
 	}
 	l := p.listed()[0]
 	began := time.Now()
-	base := []string{"-test.run", "^" + regexp.QuoteMeta(strings.Split(l.Test, "/")[0]) + "$", "-test.count=1", "-test.timeout=0",
-		"-converge.explore=" + l.Name, "-converge.seed=" + strconv.FormatUint(f.seed, 10), "-converge.report=" + p.report,
-		"-converge.run-timeout=" + f.runTimeout.String(), "-converge.run-id=" + p.runID}
-	for _, file := range p.sel.files {
-		base = append(base, "-converge.file="+file)
-	}
-	if f.withoutFaults {
-		base = append(base, "-converge.explore-without-faults")
-	}
+	base := []string{"-test.run", "^" + regexp.QuoteMeta(strings.Split(l.Test, "/")[0]) + "$", "-test.count=1", "-test.timeout=0"}
+	inv := invocation.Default()
+	inv.Explore, inv.Seed, inv.Report, inv.RunTimeout, inv.RunID = l.Name, f.seed, p.report, f.runTimeout, p.runID
+	inv.Files, inv.ExploreWithoutFaults = p.sel.files, f.withoutFaults
 	planFile := filepath.Join(p.report, "plan.json")
+	inv.ExplorePlan = planFile
 	fmt.Fprintf(stdout, "exploring %s: reference runs\n", l.Name)
-	if err := runTests(ctx, p.tests, append(base, "-converge.explore-plan="+planFile), p.report, stderr); err != nil {
+	if err := runTests(ctx, p.tests, base, inv, p.report, stderr); err != nil {
 		return err
 	}
 	plan, err := explore.ReadPlan(planFile)
@@ -103,7 +101,9 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 		errs := make([]error, n)
 		for i := range n {
 			wg.Go(func() {
-				errs[i] = runTests(ctx, p.tests, append(base, "-converge.explore-plan="+planFile, fmt.Sprintf("-converge.explore-shard=%d/%d", i, n)), p.report, stderr)
+				shard := inv
+				shard.ExploreShard = fmt.Sprintf("%d/%d", i, n)
+				errs[i] = runTests(ctx, p.tests, base, shard, p.report, stderr)
 			})
 		}
 		wg.Wait()
@@ -154,7 +154,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 
 // runTests runs the compiled tests with args, their output into the
 // report folder's log; a failure says why with the output's tail.
-func runTests(ctx context.Context, t *tests, args []string, report string, stderr io.Writer) error {
+func runTests(ctx context.Context, t *tests, args []string, inv invocation.Invocation, report string, stderr io.Writer) error {
 	logFile, err := os.OpenFile(filepath.Join(report, "scenarios.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -163,6 +163,7 @@ func runTests(ctx context.Context, t *tests, args []string, report string, stder
 	tail := &tailWriter{max: 20}
 	cmd := exec.CommandContext(ctx, t.bin, args...)
 	cmd.Dir = t.dir
+	cmd.Env = withInvocation(os.Environ(), inv)
 	cmd.Stdout = io.MultiWriter(logFile, tail)
 	cmd.Stderr = io.MultiWriter(logFile, tail)
 	if err := cmd.Run(); err != nil {

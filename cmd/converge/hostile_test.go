@@ -98,8 +98,8 @@ func TestFailingTestBinarySaysWhy(t *testing.T) {
 
 	// It lists them, then dies running them.
 	bin = writeFile(t, filepath.Join(dir, "dies.test"), `#!/bin/sh
-for a in "$@"; do
-	if [ "$a" = -converge.list ]; then
+for a in "$@" $CONVERGE_FLAGS; do
+	if [ "$a" = -converge.list=true ]; then
 		echo 'converge-scenario: {"test":"TestScenarios","name":"baseline","backends":["fake","envtest"]}'
 		exit 0
 	fi

@@ -72,6 +72,17 @@ func (e exitStatus) Error() string { return e.err.Error() }
 
 // Run is the whole CLI.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	root := rootCommand(ctx, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		return usageError{err}
+	}
+	return err
+}
+
+// rootCommand is the command tree, writing to stdout and stderr.
+func rootCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "converge",
 		Short:         "Run chaos scenarios against a Kubernetes controller and judge whether the world converges",
@@ -80,14 +91,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(listCommand(ctx, stdout, stderr), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout),
 		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout), judgeCommand(ctx, stdout),
 		kwokCommand(ctx, stdout, stderr))
-	err := root.ExecuteContext(ctx)
-	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
-		return usageError{err}
-	}
-	return err
+	return root
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/converge-lab/converge/reports"
-	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/sim/backends"
 )
 
 // replayCommand runs a result's scenario again with its backend and seed
@@ -41,9 +41,9 @@ started for the replay.`,
 				return usageError{err}
 			}
 			switch {
-			case old.Backend == scenarios.Cluster && f.kubeconfig == "" && !f.kwok:
+			case backends.UsesCluster(old.Backend) && f.kubeconfig == "" && !f.kwok:
 				return usageError{fmt.Errorf("%s is a run on a cluster: replay it on one with --kubeconfig PATH, or --kwok to start a kwokctl cluster", args[0])}
-			case old.Backend != scenarios.Cluster && (f.kubeconfig != "" || f.kwok):
+			case !backends.UsesCluster(old.Backend) && (f.kubeconfig != "" || f.kwok):
 				return usageError{fmt.Errorf("%s is a run on %s: --kubeconfig and --kwok are for a run on a cluster", args[0], old.Backend)}
 			}
 			dir, err := os.MkdirTemp("", "converge-replay-")

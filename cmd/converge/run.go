@@ -26,6 +26,8 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim/backends"
+	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/kwok"
 )
 
@@ -71,7 +73,7 @@ runs against their controller instead of their own scenarios.`,
 			return runScenarios(ctx, f, args, stdout, stderr)
 		},
 	}
-	cmd.Flags().StringSliceVar(&f.backends, "backend", []string{scenarios.Fake}, "backends: fake, envtest, cluster (comma-separated or repeated)")
+	cmd.Flags().StringSliceVar(&f.backends, "backend", []string{fake.Name}, "backends: "+strings.Join(backends.Names(), ", ")+" (comma-separated or repeated)")
 	cmd.Flags().StringVar(&f.seeds, "seeds", "1", `seeds: "7" runs seed 7, "1-20" a range, "3,9,12" a list (at most 10000)`)
 	cmd.Flags().StringVar(&f.report, "report", "", "folder for the results (default: a new folder under the system's temp dir); other files in it are left alone")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML here")
@@ -111,25 +113,26 @@ func (f runFlags) check(ctx context.Context, args []string, stderr io.Writer) (*
 	}
 	p.seedList = seeds
 	if len(f.backends) == 0 {
-		errs = append(errs, errors.New("--backend: name at least one of fake, envtest, cluster"))
+		errs = append(errs, errors.New("--backend: name at least one of "+strings.Join(backends.Names(), ", ")))
 	}
 	for _, b := range f.backends {
-		if !slices.Contains([]string{scenarios.Fake, scenarios.Envtest, scenarios.Cluster}, b) {
-			errs = append(errs, fmt.Errorf("--backend %q: want fake, envtest or cluster", b))
+		if _, err := backends.Named(b); err != nil {
+			errs = append(errs, fmt.Errorf("--backend: %w", err))
 		}
 	}
+	onCluster := slices.DeleteFunc(slices.Clone(f.backends), func(b string) bool { return !backends.UsesCluster(b) })
 	switch {
-	case f.kwok && !slices.Contains(f.backends, scenarios.Cluster):
-		errs = append(errs, errors.New("--kwok is for --backend cluster"))
+	case f.kwok && len(onCluster) == 0:
+		errs = append(errs, errors.New("--kwok is for a backend that runs on a cluster"))
 	case f.kwok && f.kubeconfig != "":
 		errs = append(errs, errors.New("--kwok starts a cluster of its own: drop --kubeconfig"))
 	case f.kwok:
 		if _, _, err := kwok.Binaries(""); err != nil {
 			errs = append(errs, fmt.Errorf("--kwok: %w", err))
 		}
-	case slices.Contains(f.backends, scenarios.Cluster):
+	case len(onCluster) > 0:
 		if f.kubeconfig == "" {
-			errs = append(errs, errors.New("--backend cluster needs --kubeconfig or --kwok"))
+			errs = append(errs, fmt.Errorf("--backend %s needs --kubeconfig or --kwok", onCluster[0]))
 		} else if _, err := os.Stat(f.kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
 		}
@@ -292,7 +295,7 @@ func (p *plan) clusterFlag() string {
 // startKwok starts the kwokctl cluster of --kwok when a run of p is on the
 // cluster backend; stop deletes it.
 func (p *plan) startKwok(ctx context.Context, stdout, stderr io.Writer) (stop func(), err error) {
-	if !p.kwok || !slices.ContainsFunc(p.runs, func(k runKey) bool { return k.backend == scenarios.Cluster }) {
+	if !p.kwok || !slices.ContainsFunc(p.runs, func(k runKey) bool { return backends.UsesCluster(k.backend) }) {
 		return func() {}, nil
 	}
 	kc, err := kwok.Start(ctx, kwok.Options{})
@@ -505,7 +508,7 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 			fmt.Fprintf(stdout, "  note: %s\n", note)
 		}
 		flags := p.flag
-		if r.Backend == scenarios.Cluster {
+		if backends.UsesCluster(r.Backend) {
 			flags += p.cluster
 		}
 		fmt.Fprintf(stdout, "  replay: converge replay %s%s\n  or:     %s\n", text.ShellQuote(filepath.Join(p.report, r.FileName())), flags, r.Replay)

@@ -1,11 +1,16 @@
 package mirror_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/converge-lab/converge/examples/mirror"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 )
+
+// TestMain gives the tests the -converge.* flags, prepares the process for
+// runs and stops the envtest control plane they share.
+func TestMain(m *testing.M) { os.Exit(scenariotest.Main(m)) }
 
 // TestScenarios runs the mirror controller through its scenarios, and
 // each fault-free one under each of converge's fault profiles, on fake and

@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/converge-lab/converge/scenarios/scenariotest"
 	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest"
 )
@@ -18,6 +19,7 @@ func TestMain(m *testing.M) {
 	// controller-runtime logs a few things, such as a cache that could not
 	// sync, through its global logger rather than the manager's.
 	logf.SetLogger(klog.Background())
+	scenariotest.RegisterFlags() // -converge.seeds and the others
 	// Stops the control plane the envtest runs share.
 	os.Exit(simtest.Main(m))
 }

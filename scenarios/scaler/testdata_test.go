@@ -9,6 +9,8 @@ import (
 
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 // The scenarios make bench runs outside the catalogue load, and the
@@ -20,7 +22,7 @@ func TestBenchScenariosLoad(t *testing.T) {
 	for _, f := range files {
 		s, err := scenarios.Load(f)
 		require.NoError(t, err, f)
-		assert.True(t, s.RunsOn(scenarios.Fake) || s.RunsOn(scenarios.Envtest), f)
+		assert.True(t, s.RunsOn(fake.Name) || s.RunsOn(envtest.Name), f)
 		_, err = scaler.Workers(s.Controller.Settings)
 		assert.NoError(t, err, f)
 	}

@@ -1,8 +1,8 @@
 package scenariotest
 
 import (
+	"cmp"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,17 +16,11 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/converge-lab/converge/internal/text"
+	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/explore"
-)
-
-var (
-	exploreName  = flag.String("converge.explore", "", "explore this fault-free scenario (see Explore) instead of running the list")
-	explorePlan  = flag.String("converge.explore-plan", "", "with -converge.explore: learn the references and write the plan here, run no point; with -converge.explore-shard, run points of this plan")
-	exploreBare  = flag.Bool("converge.explore-without-faults", false, "explore the world of a scenario that has faults, without them")
-	exploreShard = flag.String("converge.explore-shard", "", "i/n: run shard i (0-based) of n of the plan's points, writing outcomes-i.json into -converge.report")
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 // ExploreOptions adjust Explore.
@@ -96,10 +90,7 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 		t.Error(err)
 		return nil, nil
 	}
-	seed := o.Seed
-	if seed == 0 {
-		seed = *firstSeed
-	}
+	seed := cmp.Or(o.Seed, current(t).Seed)
 	n := o.References
 	if n == 0 {
 		n = explore.DefaultReferences
@@ -114,7 +105,7 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 			outcomes = append(outcomes, explore.RefOutcome(res, filepath.Base(file)))
 		})
 	}
-	plan, err := explore.NewPlan(s, scenarios.Fake, seed, refs, o.Masks)
+	plan, err := explore.NewPlan(s, fake.Name, seed, refs, o.Masks)
 	if err != nil {
 		t.Error(err)
 		return nil, nil
@@ -161,9 +152,10 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points 
 
 // exploreRun runs s once on fake, keeping its end state.
 func exploreRun(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, seed uint64, replay string) *reports.Result {
-	limit, stop := scenarios.WallClockLimit(*runTimeout)
+	inv := current(t)
+	limit, stop := scenarios.WallClockLimit(inv.RunTimeout)
 	defer stop()
-	opts := scenarios.Options{Backend: scenarios.Fake, Seed: seed, Controller: c, Limit: limit, RunID: *runID, Replay: replay, EndState: true}
+	opts := scenarios.Options{Seed: seed, Controller: c, Limit: limit, RunID: inv.RunID, Replay: replay, EndState: true}
 	return RunFake(t, s, opts)
 }
 
@@ -174,7 +166,7 @@ func exploreRun(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, see
 func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *reports.Result {
 	t.Helper()
 	scenarios.PrepareProcess()
-	opts.Backend = scenarios.Fake
+	opts.Backend = fake.Kind{}
 	var res *reports.Result
 	var leaked any
 	began := time.Now()
@@ -187,7 +179,7 @@ func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *repor
 		name = opts.Controller.Name()
 	}
 	if res == nil {
-		res = &reports.Result{Schema: reports.SchemaVersion, Scenario: s.Name, Backend: scenarios.Fake, Seed: opts.Seed, Controller: name,
+		res = &reports.Result{Schema: reports.SchemaVersion, Scenario: s.Name, Backend: fake.Name, Seed: opts.Seed, Controller: name,
 			Replay: opts.Replay, RunID: opts.RunID, Error: fmt.Sprintf("the run did not finish: %v", leaked)}
 	}
 	if leaked != nil && res.Error == "" {
@@ -221,50 +213,47 @@ func writeScenario(file string, s *scenarios.Scenario) error {
 // fileReplay is the go test command that runs scenario file through the
 // test root (one that calls Run or RunScenarios) on fake.
 func fileReplay(root, name string, seed uint64, file string) string {
-	cmd := "go test"
-	if pkg := packageFromRoot(); pkg != "" {
-		cmd += " " + pkg
-	}
 	if abs, err := filepath.Abs(file); err == nil {
 		file = abs
 	}
-	return cmd + fmt.Sprintf(" -count=1 -run '^%s$/^%s$/^fake$/^seed-%d$' -converge.seed=%d -converge.seeds=1 -converge.backends=fake -converge.file=%s",
-		regexp.QuoteMeta(root), regexp.QuoteMeta(name), seed, seed, text.ShellQuote(file))
+	inv := invocation.Default()
+	inv.Seed, inv.Backends, inv.Files = seed, []string{fake.Name}, []string{file}
+	return goTest(inv, fmt.Sprintf("^%s$/^%s$/^%s$/^seed-%d$", regexp.QuoteMeta(root), regexp.QuoteMeta(name), regexp.QuoteMeta(fake.Name), seed))
 }
 
 // exploreFlags runs the exploration the -converge.explore flags ask for,
 // on the scenario of list so named. It fails t on findings.
-func exploreFlags(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
+func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
 	t.Helper()
 	var s *scenarios.Scenario
 	var names []string
 	for _, l := range list {
 		names = append(names, l.Name)
-		if l.Name == *exploreName {
+		if l.Name == inv.Explore {
 			s = l
 		}
 	}
 	if s == nil {
-		t.Fatalf("-converge.explore=%s: no such scenario; there are: %s", *exploreName, strings.Join(names, ", "))
+		t.Fatalf("-converge.explore=%s: no such scenario; there are: %s", inv.Explore, strings.Join(names, ", "))
 	}
 	c := controllerFor(s)
-	if *exploreBare {
+	if inv.ExploreWithoutFaults {
 		s = explore.WithoutFaults(s)
 	}
-	dir := *reportDir
+	dir := inv.Report
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "converge-explore", s.Name)
 	}
 	switch {
-	case *exploreShard != "":
-		if *explorePlan == "" {
+	case inv.ExploreShard != "":
+		if inv.ExplorePlan == "" {
 			t.Fatal("-converge.explore-shard needs -converge.explore-plan")
 		}
-		i, n, err := ParseShard(*exploreShard)
+		i, n, err := ParseShard(inv.ExploreShard)
 		if err != nil {
 			t.Fatalf("-converge.explore-shard: %v", err)
 		}
-		plan, err := explore.ReadPlan(*explorePlan)
+		plan, err := explore.ReadPlan(inv.ExplorePlan)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,12 +265,12 @@ func exploreFlags(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 		if err != nil {
 			t.Fatal(err)
 		}
-	case *explorePlan != "":
+	case inv.ExplorePlan != "":
 		plan, refs := explorePlanOf(t, s, c, ExploreOptions{}, dir)
 		if plan == nil {
 			return
 		}
-		if err := plan.Write(*explorePlan); err != nil {
+		if err := plan.Write(inv.ExplorePlan); err != nil {
 			t.Fatal(err)
 		}
 		b, err := json.Marshal(refs)

@@ -7,7 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/fake"
 )
 
 func parse(t *testing.T, yaml string) *scenarios.Scenario {
@@ -54,49 +57,49 @@ func TestPlanRunsTheFaultProfilesInRealTimeOnlyWhereAsked(t *testing.T) {
 	suite := userSuite(t)
 	everywhere := 0 // profiles that run on fake and envtest
 	for _, p := range profiles {
-		if p.RunsOn(scenarios.Fake) {
+		if p.RunsOn(fake.Name) {
 			everywhere++
 		}
 	}
 
-	list, deferred, err := plan(suite, Options{Faults: true})
+	list, deferred, err := plan(suite, Options{Faults: true}, invocation.Default())
 	require.NoError(t, err)
-	assert.Len(t, names(list, scenarios.Fake), 3+2*everywhere, "each fault-free scenario under every profile that runs on fake")
-	assert.Equal(t, []string{"one", "two", "conflicted"}, names(list, scenarios.Envtest), "no profile on envtest unless named")
+	assert.Len(t, names(list, fake.Name), 3+2*everywhere, "each fault-free scenario under every profile that runs on fake")
+	assert.Equal(t, []string{"one", "two", "conflicted"}, names(list, envtest.Name), "no profile on envtest unless named")
 	assert.Equal(t, 2*len(profiles), deferred, "what -converge.full would add: every profile of both on envtest")
 
-	list, deferred, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"two"}})
+	list, deferred, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"two"}}, invocation.Default())
 	require.NoError(t, err)
-	onEnvtest := names(list, scenarios.Envtest)
+	onEnvtest := names(list, envtest.Name)
 	assert.Len(t, onEnvtest, 3+len(profiles))
 	assert.Contains(t, onEnvtest, "two-conflicts")
 	assert.NotContains(t, onEnvtest, "one-conflicts")
-	assert.Contains(t, names(list, scenarios.Fake), "one-conflicts")
+	assert.Contains(t, names(list, fake.Name), "one-conflicts")
 	assert.Equal(t, len(profiles), deferred)
 
-	list, deferred, err = plan(suite, Options{Faults: true, Full: true})
+	list, deferred, err = plan(suite, Options{Faults: true, Full: true}, invocation.Default())
 	require.NoError(t, err)
-	assert.Len(t, names(list, scenarios.Envtest), 3+2*len(profiles))
+	assert.Len(t, names(list, envtest.Name), 3+2*len(profiles))
 	assert.Zero(t, deferred)
 
-	_, _, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"tow"}})
+	_, _, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"tow"}}, invocation.Default())
 	assert.ErrorContains(t, err, `FaultScenarios names "tow", which is not one of its scenarios`)
 }
 
 func TestPlanKeepsEnvtestToTheScenariosNamed(t *testing.T) {
 	suite := userSuite(t)
-	list, deferred, err := plan(suite, Options{EnvtestScenarios: []string{"conflicted"}})
+	list, deferred, err := plan(suite, Options{EnvtestScenarios: []string{"conflicted"}}, invocation.Default())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"conflicted"}, names(list, scenarios.Envtest))
-	assert.Equal(t, []string{"one", "two", "conflicted"}, names(list, scenarios.Fake))
+	assert.Equal(t, []string{"conflicted"}, names(list, envtest.Name))
+	assert.Equal(t, []string{"one", "two", "conflicted"}, names(list, fake.Name))
 	assert.Equal(t, 2, deferred)
 	assert.Len(t, suite[0].RunsOnBackends(), 2, "the scenarios given are left as they were")
 
-	list, _, err = plan(suite, Options{EnvtestScenarios: []string{"conflicted"}, Full: true})
+	list, _, err = plan(suite, Options{EnvtestScenarios: []string{"conflicted"}, Full: true}, invocation.Default())
 	require.NoError(t, err)
-	assert.Len(t, names(list, scenarios.Envtest), 3)
+	assert.Len(t, names(list, envtest.Name), 3)
 
-	_, _, err = plan(suite, Options{EnvtestScenarios: []string{"nope"}})
+	_, _, err = plan(suite, Options{EnvtestScenarios: []string{"nope"}}, invocation.Default())
 	assert.ErrorContains(t, err, `EnvtestScenarios names "nope"`)
 }
 
@@ -104,7 +107,7 @@ func TestEstimateSaysWhenTheTimeoutCannotHoldTheRuns(t *testing.T) {
 	suite := userSuite(t) // settle 5 s; conflicted's faults end at 15 s
 	all := func(*scenarios.Scenario) bool { return true }
 	none := func(*scenarios.Scenario) bool { return false }
-	backends := []string{scenarios.Fake, scenarios.Envtest}
+	backends := []string{fake.Name, envtest.Name}
 
 	e := estimate(suite, backends, 1, none, 2)
 	assert.Equal(t, 3, e.fake)
@@ -122,6 +125,6 @@ func TestEstimateSaysWhenTheTimeoutCannotHoldTheRuns(t *testing.T) {
 	assert.Contains(t, err.Error(), "-test.timeout leaves 10s")
 	assert.Contains(t, err.Error(), "-timeout=2m0s")
 
-	fakeOnly := estimate(suite, []string{scenarios.Fake}, 1, none, 2)
+	fakeOnly := estimate(suite, []string{fake.Name}, 1, none, 2)
 	assert.NoError(t, fakeOnly.fits(0), "virtual time needs no wall-clock budget")
 }

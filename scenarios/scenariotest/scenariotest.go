@@ -27,29 +27,31 @@
 // saying what to change, when the time -test.timeout leaves cannot hold
 // them.
 //
-// Flags (go test ... -args, or after the package): -converge.seeds,
-// -converge.seed, -converge.backends, -converge.full, -converge.report (a folder for every
+// What a go test is asked to do (package internal/invocation) comes from
+// the -converge.* flags, which the package's TestMain registers by calling
+// Main (or RegisterFlags), and from $CONVERGE_FLAGS, which holds the same
+// flags and works in any test binary: -converge.seeds, -converge.seed,
+// -converge.backends, -converge.full, -converge.report (a folder for every
 // result and the HTML report), -converge.run-timeout, -converge.file (run
 // this scenario file instead of the test's own scenarios; repeat it),
-// -converge.kubeconfig (a cluster for the cluster backend),
-// -converge.kwok (a kwokctl cluster's folder, sim/kwok, or "start" for one
-// of the test's own: the cluster backend runs there, its kubeconfig taken
-// from it, and may restart its API server and compact its etcd),
-// -converge.list (list the scenarios, run nothing), -converge.explore=NAME
-// (explore that fault-free scenario instead; see Explore) and
-// -converge.shrink=RESULT.json (shrink that failing run; see Shrink). The
-// converge CLI drives a compiled test binary through these flags:
+// -converge.kubeconfig (a cluster for the cluster backend), -converge.kwok
+// (a kwokctl cluster's folder, sim/kwok, or "start" for one of the test's
+// own: the cluster backend runs there, its kubeconfig taken from it, and
+// may restart its API server and compact its etcd), -converge.list (list
+// the scenarios, run nothing), -converge.explore=NAME (explore that
+// fault-free scenario instead; see Explore) and -converge.shrink=RESULT.json
+// (shrink that failing run; see Shrink). The converge CLI drives a compiled
+// test binary through $CONVERGE_FLAGS:
 //
 //	converge run --package ./webapp --seeds 1-20 --report out/
 package scenariotest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,37 +64,15 @@ import (
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
-	"github.com/converge-lab/converge/sim/cluster"
+	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/backends"
 	"github.com/converge-lab/converge/sim/envtest"
-	"github.com/converge-lab/converge/sim/kwok"
+	"github.com/converge-lab/converge/sim/fake"
 )
-
-var (
-	seeds      = flag.Int("converge.seeds", 1, "seeds per scenario and backend")
-	firstSeed  = flag.Uint64("converge.seed", 1, "the first seed")
-	backends   = flag.String("converge.backends", "fake,envtest", "backends to run on, of fake, envtest and cluster (fake alone: virtual time only)")
-	full       = flag.Bool("converge.full", false, "the whole matrix: every scenario on envtest and every fault profile on envtest (Options.EnvtestScenarios and FaultScenarios ignored)")
-	reportDir  = flag.String("converge.report", "", "write every result and the HTML report into this folder (failing runs are always written)")
-	runTimeout = flag.Duration("converge.run-timeout", 15*time.Minute, "wall-clock limit of one run")
-	runID      = flag.String("converge.run-id", "", "recorded in every result: the invocation that asked for the run")
-	kubeconfig = flag.String("converge.kubeconfig", "", "kubeconfig of the cluster backend (its runs are skipped without one)")
-	kwokDir    = flag.String("converge.kwok", "", `folder of a running kwokctl cluster (converge kwok, sim/kwok) for the cluster backend, or "start" to start one for the test: its kubeconfig, API server restarts and etcd compaction`)
-	listOnly   = flag.Bool("converge.list", false, "print the scenarios (one "+ListPrefix+" JSON line each) and run nothing")
-	files      fileList
-)
-
-func init() {
-	flag.Var(&files, "converge.file", "run this scenario file instead of the test's own scenarios (repeat for more)")
-}
-
-// fileList is a repeated flag: each path is taken whole, commas and all.
-type fileList []string
-
-func (f *fileList) String() string     { return strings.Join(*f, " ") }
-func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 
 // ListPrefix starts each line -converge.list prints; a Listed, as JSON,
 // follows it.
@@ -153,7 +133,57 @@ type Options struct {
 	SharedControlPlane bool
 }
 
-func (o Options) full() bool { return o.Full || *full }
+func (o Options) full(inv invocation.Invocation) bool { return o.Full || inv.Full }
+
+// current is this test binary's invocation (package invocation): its
+// -converge.* flags where Main registered them, and $CONVERGE_FLAGS. A bad
+// one fails t.
+func current(t testing.TB) invocation.Invocation {
+	t.Helper()
+	inv, err := invocation.Read(registered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+// registered is the flag set holding the -converge.* flags, or nil when
+// the test binary did not register them (its TestMain is not Main).
+func registered() *flag.FlagSet {
+	if invocation.Registered(flag.CommandLine) {
+		return flag.CommandLine
+	}
+	return nil
+}
+
+// Main is a TestMain for a package of scenario tests:
+//
+//	func TestMain(m *testing.M) { os.Exit(scenariotest.Main(m)) }
+//
+// It registers the -converge.* flags (RegisterFlags; without them the
+// invocation is read from $CONVERGE_FLAGS alone, which works in any test
+// binary), prepares the process for runs once (scenarios.PrepareProcess:
+// it replaces apimachinery's process-wide error and panic handling), runs
+// the tests, and stops the envtest control plane they shared
+// (envtest.SharedWith). It returns the exit code.
+func Main(m *testing.M) int {
+	RegisterFlags()
+	scenarios.PrepareProcess()
+	code := m.Run()
+	if err := envtest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = cmp.Or(code, 1)
+	}
+	return code
+}
+
+// RegisterFlags adds the -converge.* flags to the test binary's command
+// line; call it from TestMain, before the tests run (Main does).
+func RegisterFlags() {
+	if !invocation.Registered(flag.CommandLine) {
+		invocation.Register(flag.CommandLine)
+	}
+}
 
 // Run runs every scenario file of dir against c (see the package doc).
 func Run(t *testing.T, dir string, c scenarios.Controller, opts ...Options) {
@@ -162,26 +192,27 @@ func Run(t *testing.T, dir string, c scenarios.Controller, opts ...Options) {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if len(files) > 0 {
-		runScenarios(t, nil, func(*scenarios.Scenario) scenarios.Controller { return c }, o, 0)
+	inv := current(t)
+	if len(inv.Files) > 0 {
+		runScenarios(t, inv, nil, func(*scenarios.Scenario) scenarios.Controller { return c }, o, 0)
 		return
 	}
 	list, err := scenarios.LoadDir(dir)
 	if err != nil {
 		t.Fatalf("loading the scenarios of %s: %v", dir, err)
 	}
-	list, deferred, err := plan(list, o)
+	list, deferred, err := plan(list, o, inv)
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
-	runScenarios(t, list, func(*scenarios.Scenario) scenarios.Controller { return c }, o, deferred)
+	runScenarios(t, inv, list, func(*scenarios.Scenario) scenarios.Controller { return c }, o, deferred)
 }
 
 // plan is list as o runs it: the scenarios EnvtestScenarios leaves out on
 // fake alone, and with Faults each fault-free one under every profile, on
 // envtest only where FaultScenarios says so (all of them when full).
 // deferred counts the runs in real time that full would add.
-func plan(list []*scenarios.Scenario, o Options) (_ []*scenarios.Scenario, deferred int, _ error) {
+func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ []*scenarios.Scenario, deferred int, _ error) {
 	names := map[string]bool{}
 	for _, s := range list {
 		names[s.Name] = true
@@ -201,17 +232,18 @@ func plan(list []*scenarios.Scenario, o Options) (_ []*scenarios.Scenario, defer
 	// ones).
 	fakeOnly := func(s *scenarios.Scenario) *scenarios.Scenario {
 		deferred += len(s.RunsOnBackends())
-		if !s.RunsOn(scenarios.Fake) {
+		virtual := slices.DeleteFunc(s.RunsOnBackends(), func(b string) bool { return !backends.Virtual(b) })
+		if len(virtual) == 0 {
 			return nil
 		}
-		deferred--
+		deferred -= len(virtual)
 		c := *s
-		c.Backends = []string{scenarios.Fake}
+		c.Backends = virtual
 		return &c
 	}
 	var out []*scenarios.Scenario
 	for _, s := range list {
-		if len(o.EnvtestScenarios) > 0 && !o.full() && !slices.Contains(o.EnvtestScenarios, s.Name) {
+		if len(o.EnvtestScenarios) > 0 && !o.full(inv) && !slices.Contains(o.EnvtestScenarios, s.Name) {
 			s = fakeOnly(s)
 		}
 		if s != nil {
@@ -228,7 +260,7 @@ func plan(list []*scenarios.Scenario, o Options) (_ []*scenarios.Scenario, defer
 				return
 			}
 		}
-		if !o.full() && !slices.Contains(o.FaultScenarios, base.Name) {
+		if !o.full(inv) && !slices.Contains(o.FaultScenarios, base.Name) {
 			u = fakeOnly(u)
 		}
 		if u != nil {
@@ -283,26 +315,24 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	inv := current(t)
 	deferred := 0
-	if len(files) == 0 {
+	if len(inv.Files) == 0 {
 		o.Faults = false
 		var err error
-		if list, deferred, err = plan(list, o); err != nil {
+		if list, deferred, err = plan(list, o, inv); err != nil {
 			t.Fatal(err)
 		}
 	}
-	runScenarios(t, list, controllerFor, o, deferred)
+	runScenarios(t, inv, list, controllerFor, o, deferred)
 }
 
-func runScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, o Options, deferred int) {
+func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, o Options, deferred int) {
 	t.Helper()
-	if *seeds < 1 || *firstSeed > math.MaxUint64-uint64(*seeds-1) {
-		t.Fatalf("-converge.seed=%d -converge.seeds=%d: the seeds must fit in 0..%d", *firstSeed, *seeds, uint64(math.MaxUint64))
-	}
 	fromFile := map[*scenarios.Scenario]string{}
-	if len(files) > 0 {
+	if len(inv.Files) > 0 {
 		list = nil
-		for _, f := range files {
+		for _, f := range inv.Files {
 			s, err := scenarios.Load(f)
 			if err != nil {
 				t.Fatal(err)
@@ -318,15 +348,15 @@ func runScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 		}
 		seen[s.Name] = true
 	}
-	if *exploreName != "" {
-		exploreFlags(t, list, controllerFor)
+	if inv.Explore != "" {
+		exploreFlags(t, inv, list, controllerFor)
 		return
 	}
-	if *shrinkResult != "" {
-		shrinkFlag(t, list, controllerFor)
+	if inv.Shrink != "" {
+		shrinkFlag(t, inv, list, controllerFor)
 		return
 	}
-	if *listOnly {
+	if inv.List {
 		for _, s := range list {
 			l := Listed{Test: t.Name(), Name: s.Name, Backends: s.RunsOnBackends(), Catches: s.Catches}
 			for _, f := range s.Faults {
@@ -342,13 +372,22 @@ func runScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 	}
 	sideBySide := func(s *scenarios.Scenario) bool {
 		_, oneAtATime := controllerFor(s).(scenarios.OneAtATime)
-		return !o.Serial && !oneAtATime && !runsAlone(s) && (*kwokDir == "" || !s.RunsOn(scenarios.Cluster))
+		return !o.Serial && !oneAtATime && !runsAlone(s) && (inv.Kwok == "" || !slices.ContainsFunc(s.RunsOnBackends(), backends.UsesCluster))
 	}
-	if err := fitsDeadline(t, list, sideBySide, deferred); err != nil {
+	if err := fitsDeadline(t, inv, list, sideBySide, deferred); err != nil {
 		t.Fatal(err)
 	}
-	plane := &controlPlane{shared: o.SharedControlPlane}
-	t.Cleanup(plane.stop(t))
+	// Runs share control planes and a kwok cluster: the test binary's
+	// (SharedControlPlane), or this call's, stopped when the test ends.
+	setup := &sim.Setup{Kubeconfig: inv.Kubeconfig, Kwok: inv.Kwok}
+	if !o.SharedControlPlane {
+		setup.Shared = &sim.Shared{}
+		t.Cleanup(func() {
+			if err := setup.Shared.Close(); err != nil {
+				t.Errorf("stopping what the runs shared: %v", err)
+			}
+		})
+	}
 	var mu sync.Mutex
 	var results []*reports.Result
 	for _, s := range list {
@@ -361,15 +400,15 @@ func runScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 			if sideBySide(s) {
 				t.Parallel()
 			}
-			for _, backend := range selected() {
+			for _, backend := range inv.Backends {
 				if !s.RunsOn(backend) {
 					continue
 				}
 				t.Run(backend, func(t *testing.T) {
-					for i := range uint64(*seeds) {
-						seed := *firstSeed + i
+					for i := range uint64(inv.Seeds) {
+						seed := inv.Seed + i
 						t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-							res := runOne(t, plane, s, controllerFor(s), backend, seed, fromFile[s])
+							res := runOne(t, inv, setup, s, controllerFor(s), backend, seed, fromFile[s])
 							mu.Lock()
 							results = append(results, res)
 							mu.Unlock()
@@ -382,10 +421,10 @@ func runScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 	t.Cleanup(func() {
 		// Driven by the converge CLI (a run ID), the CLI writes the
 		// report of the whole invocation.
-		if *reportDir == "" || *runID != "" || len(results) == 0 {
+		if inv.Report == "" || inv.RunID != "" || len(results) == 0 {
 			return
 		}
-		index, err := reports.WriteHTML(*reportDir, results, "")
+		index, err := reports.WriteHTML(inv.Report, results, "")
 		if err != nil {
 			t.Errorf("writing the HTML report: %v", err)
 			return
@@ -394,38 +433,26 @@ func runScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 	})
 }
 
-func runOne(t *testing.T, plane *controlPlane, s *scenarios.Scenario, c scenarios.Controller, backend string, seed uint64, file string) *reports.Result {
+func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenarios.Scenario, c scenarios.Controller, backend string, seed uint64, file string) *reports.Result {
 	t.Helper()
 	scenarios.PrepareProcess()
-	limit, stop := scenarios.WallClockLimit(*runTimeout) // outside the bubble: real time
-	defer stop()
-	opts := scenarios.Options{Backend: backend, Seed: seed, Controller: c, Limit: limit, RunID: *runID, Replay: replay(t, backend, seed, file)}
-	var res *reports.Result
-	switch backend {
-	case scenarios.Fake:
-		res = RunFake(t, s, opts)
-	case scenarios.Envtest:
-		opts.ControlPlane = plane.get(t, s)
-		res = scenarios.Run(context.Background(), s, opts)
-	case scenarios.Cluster:
-		cfg := cluster.Config{Kubeconfig: *kubeconfig, NamespacePrefix: s.Name + "-", Controller: scenarios.IdentityOf(c)}
-		if *kwokDir != "" {
-			kc := plane.kwok(t)
-			cfg.Kubeconfig, cfg.ControlPlane, cfg.Kwok = kc.Kubeconfig(), kc, true
-		}
-		if cfg.Kubeconfig == "" {
-			t.Skipf("backend cluster: pass -converge.kubeconfig or -converge.kwok (or converge run --backend cluster --kubeconfig or --kwok)")
-		}
-		b, err := cluster.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.SimBackend = b
-		res = scenarios.Run(context.Background(), s, opts)
-	default:
-		t.Fatalf("backend %q: want fake, envtest or cluster", backend)
+	kind, err := backends.Named(backend)
+	if err != nil {
+		t.Fatal(err)
 	}
-	dir := *reportDir
+	limit, stop := scenarios.WallClockLimit(inv.RunTimeout) // outside the bubble: real time
+	defer stop()
+	opts := scenarios.Options{Backend: kind, Setup: setup, Seed: seed, Controller: c, Limit: limit, RunID: inv.RunID, Replay: replay(t, inv, backend, seed, file)}
+	var res *reports.Result
+	if kind.Virtual() {
+		res = RunFake(t, s, opts)
+	} else {
+		res = scenarios.Run(context.Background(), s, opts)
+	}
+	if res.Unavailable {
+		t.Skipf("SKIPPED (%s): %s", backend, res.Error)
+	}
+	dir := inv.Report
 	if dir == "" && !res.Pass {
 		dir = filepath.Join(os.TempDir(), "converge-results")
 	}
@@ -479,28 +506,37 @@ func sameJudgedAgain(t *testing.T, s *scenarios.Scenario, res *reports.Result) {
 
 // replay is the go test command that runs t again: from the module's
 // root when the test runs inside one, else from the package's folder.
-func replay(t *testing.T, backend string, seed uint64, file string) string {
+func replay(t *testing.T, inv invocation.Invocation, backend string, seed uint64, file string) string {
 	parts := strings.Split(t.Name(), "/")
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
-	cmd := "go test"
-	if pkg := packageFromRoot(); pkg != "" {
-		cmd += " " + pkg
-	}
-	cmd += fmt.Sprintf(" -count=1 -run '%s' -converge.seed=%d -converge.seeds=1 -converge.backends=%s", strings.Join(parts, "/"), seed, backend)
+	again := invocation.Default()
+	again.Seed, again.Backends = seed, []string{backend}
 	if file != "" {
 		if abs, err := filepath.Abs(file); err == nil {
 			file = abs
 		}
-		cmd += " -converge.file=" + text.ShellQuote(file)
+		again.Files = []string{file}
 	}
-	if backend == scenarios.Cluster && *kwokDir != "" {
-		cmd += " -converge.kwok=start"
-	} else if backend == scenarios.Cluster {
-		cmd += " -converge.kubeconfig=" + text.ShellQuote(*kubeconfig)
+	if backends.UsesCluster(backend) {
+		again.Kubeconfig = inv.Kubeconfig
+		if inv.Kwok != "" {
+			again.Kwok = "start" // the folder may be gone by then
+		}
 	}
-	return cmd
+	return goTest(again, strings.Join(parts, "/"))
+}
+
+// goTest is the go test command that runs the tests run matches, asking
+// for inv: as -converge.* flags where this binary registers them (Main),
+// else in $CONVERGE_FLAGS.
+func goTest(inv invocation.Invocation, run string) string {
+	cmd := "go test"
+	if pkg := packageFromRoot(); pkg != "" {
+		cmd += " " + pkg
+	}
+	return inv.Command(registered() != nil, cmd+" -count=1 -run "+text.ShellQuote(run))
 }
 
 // packageFromRoot is the test's package as a path from its module's root
@@ -529,9 +565,6 @@ func packageFromRoot() string {
 	}
 }
 
-// selected is -converge.backends as a list.
-func selected() []string { return strings.Split(*backends, ",") }
-
 // startup is what a run in real time costs beyond its scenario's own
 // timing at the least: a namespace, the objects, the controller's start.
 const startup = 2 * time.Second
@@ -540,7 +573,7 @@ const startup = 2 * time.Second
 // long those in real time take at the least, and returns an error, at the
 // start rather than at go test's kill, when what -test.timeout leaves
 // cannot hold them.
-func fitsDeadline(t *testing.T, list []*scenarios.Scenario, sideBySide func(*scenarios.Scenario) bool, deferred int) error {
+func fitsDeadline(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, sideBySide func(*scenarios.Scenario) bool, deferred int) error {
 	t.Helper()
 	parallel := 1
 	if f := flag.Lookup("test.parallel"); f != nil {
@@ -548,7 +581,7 @@ func fitsDeadline(t *testing.T, list []*scenarios.Scenario, sideBySide func(*sce
 			parallel = n
 		}
 	}
-	e := estimate(list, selected(), *seeds, sideBySide, parallel)
+	e := estimate(list, inv.Backends, inv.Seeds, sideBySide, parallel)
 	e.deferred = deferred
 	t.Log(e)
 	deadline, ok := t.Deadline()
@@ -571,15 +604,15 @@ type runTime struct {
 // estimate counts the runs of list on backends, seeds each, and the least
 // time those in real time take: the runs side by side, parallel at once,
 // and each of the others alone.
-func estimate(list []*scenarios.Scenario, backends []string, seeds int, sideBySide func(*scenarios.Scenario) bool, parallel int) runTime {
+func estimate(list []*scenarios.Scenario, kinds []string, seeds int, sideBySide func(*scenarios.Scenario) bool, parallel int) runTime {
 	e := runTime{parallel: parallel}
 	var alone, together time.Duration
 	for _, s := range list {
-		for _, b := range backends {
+		for _, b := range kinds {
 			if !s.RunsOn(b) {
 				continue
 			}
-			if b == scenarios.Fake {
+			if backends.Virtual(b) {
 				e.fake += seeds
 				continue
 			}
@@ -620,7 +653,7 @@ func (e runTime) fits(left time.Duration) error {
 // busy enough to delay the pods of the runs beside it (beside 200
 // Deployments, by up to 40 s).
 func runsAlone(s *scenarios.Scenario) bool {
-	if !s.RunsOn(scenarios.Envtest) {
+	if !slices.ContainsFunc(s.RunsOnBackends(), func(b string) bool { return !backends.Virtual(b) }) {
 		return false
 	}
 	for _, f := range s.Faults {
@@ -631,94 +664,6 @@ func runsAlone(s *scenarios.Scenario) bool {
 	return s.ObjectCount() >= 100
 }
 
-// controlPlane is the envtest control plane of one Run, started on first
-// use (one without a watch cache for scenarios that compact etcd) and
-// stopped when the test ends.
-type controlPlane struct {
-	shared bool
-	mu     sync.Mutex
-	planes map[envtest.Options]*envtest.ControlPlane
-	errs   map[envtest.Options]error
-
-	// kwokCluster is -converge.kwok's cluster, attached or started (owned)
-	// on first use.
-	kwokCluster *kwok.Cluster
-	kwokErr     error
-	kwokOwned   bool
-}
-
-// kwok returns -converge.kwok's cluster: the running one in its folder, or,
-// for "start", one started on first use and deleted when the test ends.
-func (p *controlPlane) kwok(t *testing.T) *kwok.Cluster {
-	t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.kwokCluster == nil && p.kwokErr == nil {
-		if *kwokDir == "start" {
-			p.kwokCluster, p.kwokErr = kwok.Start(context.Background(), kwok.Options{})
-			p.kwokOwned = true
-		} else {
-			p.kwokCluster, p.kwokErr = kwok.Attach(*kwokDir)
-		}
-	}
-	if err := p.kwokErr; err != nil {
-		if errors.Is(err, kwok.ErrNoBinaries) && !kwok.Required() {
-			t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
-		}
-		t.Fatalf("kwok: %v", err)
-	}
-	return p.kwokCluster
-}
-
-func (p *controlPlane) get(t *testing.T, s *scenarios.Scenario) *envtest.ControlPlane {
-	t.Helper()
-	opts := envtest.Options{NoWatchCache: slices.ContainsFunc(s.Faults, func(f chaos.Spec) bool {
-		p, _ := chaos.PlaneOfFault(f.Fault)
-		return p.NeedsNoWatchCache
-	})}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.planes == nil {
-		p.planes, p.errs = map[envtest.Options]*envtest.ControlPlane{}, map[envtest.Options]error{}
-	}
-	cp, err := p.planes[opts], p.errs[opts]
-	switch {
-	case p.shared:
-		cp, err = envtest.SharedWith(context.Background(), opts)
-	case cp == nil && err == nil:
-		cp, err = envtest.StartControlPlaneWith(context.Background(), opts)
-		p.planes[opts], p.errs[opts] = cp, err
-	}
-	if err != nil {
-		if errors.Is(err, envtest.ErrNoAssets) && !envtest.Required() {
-			t.Skipf("SKIPPED (envtest): %v. Set CI=true or CONVERGE_REQUIRE_ENVTEST=1 to make this a failure.", err)
-		}
-		t.Fatalf("envtest: %v", err)
-	}
-	return cp
-}
-
-func (p *controlPlane) stop(t *testing.T) func() {
-	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, cp := range p.planes {
-			if cp == nil {
-				continue
-			}
-			if err := cp.Stop(); err != nil {
-				t.Errorf("stopping the envtest control plane: %v", err)
-			}
-		}
-		if p.kwokOwned && p.kwokCluster != nil {
-			if err := p.kwokCluster.Stop(); err != nil {
-				t.Errorf("deleting the kwok cluster: %v", err)
-			}
-		}
-	}
-}
-
-// Caught is a scenario that failed a controller: every finding of the run
 // that fails it, in order, and the run's result.
 type Caught struct {
 	Scenario string
@@ -752,13 +697,13 @@ func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) [
 	t.Helper()
 	var caught []Caught
 	for _, s := range list {
-		if !s.RunsOn(scenarios.Fake) {
+		if !s.RunsOn(fake.Name) {
 			continue
 		}
 		scenarios.PrepareProcess()
 		var res *reports.Result
 		synctest.Test(t, func(t *testing.T) {
-			res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: scenarios.Fake, Seed: 1, Controller: c})
+			res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: c})
 		})
 		if res.Error != "" {
 			t.Fatalf("%s could not be run: %s", s.Name, res.Error)

@@ -2,7 +2,6 @@ package scenariotest
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,12 +9,11 @@ import (
 	"testing"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/explore"
 )
-
-var shrinkResult = flag.String("converge.shrink", "", "shrink the failing run of this result file (see Shrink) instead of running the list")
 
 // ShrinkOptions adjust Shrink.
 type ShrinkOptions struct {
@@ -115,9 +113,9 @@ func shrunkName(name string) string {
 
 // shrinkFlag shrinks the result -converge.shrink names, with the
 // controller of the scenario of that name in list (or of the first).
-func shrinkFlag(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
+func shrinkFlag(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
 	t.Helper()
-	r, err := reports.Read(*shrinkResult)
+	r, err := reports.Read(inv.Shrink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,17 +128,17 @@ func shrinkFlag(t *testing.T, list []*scenarios.Scenario, controllerFor func(*sc
 	if s == nil {
 		var own scenarios.Scenario
 		if err := json.Unmarshal(r.Spec, &own); err != nil {
-			t.Fatalf("%s holds no scenario: %v", *shrinkResult, err)
+			t.Fatalf("%s holds no scenario: %v", inv.Shrink, err)
 		}
 		s = &own
 	}
-	dir := *reportDir
+	dir := inv.Report
 	if dir == "" {
-		dir = filepath.Dir(*shrinkResult)
+		dir = filepath.Dir(inv.Shrink)
 	}
 	out, err := Shrink(t, r, controllerFor(s), ShrinkOptions{Dir: dir})
 	if err != nil {
-		t.Fatalf("shrinking %s: %v", *shrinkResult, err)
+		t.Fatalf("shrinking %s: %v", inv.Shrink, err)
 	}
 	var faults []string
 	for _, f := range out.Faults {
@@ -148,7 +146,7 @@ func shrinkFlag(t *testing.T, list []*scenarios.Scenario, controllerFor func(*sc
 		faults = append(faults, string(b))
 	}
 	t.Logf("shrunk %s from %d faults to %d in %d runs (%d schedules tried):\n  %s\nscenario: %s\nreplay: %s",
-		*shrinkResult, len(out.From), len(out.Faults), out.Runs, out.Candidates, strings.Join(faults, "\n  "), out.File, out.Replay)
+		inv.Shrink, len(out.From), len(out.Faults), out.Runs, out.Candidates, strings.Join(faults, "\n  "), out.File, out.Replay)
 	if out.Exhausted {
 		t.Logf("the budget ran out before a fixed point: the schedule is smaller, but may not be 1-minimal")
 	}

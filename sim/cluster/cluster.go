@@ -97,8 +97,11 @@ func New(cfg Config) (*Backend, error) {
 	return &Backend{cfg: cfg, crds: crds, rbac: rbac}, nil
 }
 
-// Name is "cluster".
-func (b *Backend) Name() string { return "cluster" }
+// Name is the cluster kind's name.
+const Name = "cluster"
+
+// Name is the cluster kind's name.
+func (b *Backend) Name() string { return Name }
 
 // Start loads the kubeconfig, checks the API server answers, applies
 // config/'s RBAC, installs the CRDs and creates the run's namespace.

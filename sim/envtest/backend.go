@@ -70,8 +70,11 @@ func NewBackendWith(cp *ControlPlane, cfg BackendConfig) (*Backend, error) {
 	return &Backend{cp: cp, prefix: cfg.Prefix, crds: crds, id: cfg.Controller, rbac: rbac}, nil
 }
 
-// Name is "envtest".
-func (b *Backend) Name() string { return "envtest" }
+// Name is the envtest kind's name.
+const Name = "envtest"
+
+// Name is the envtest kind's name.
+func (b *Backend) Name() string { return Name }
 
 // Start creates the run's namespace.
 func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {

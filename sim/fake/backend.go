@@ -77,8 +77,11 @@ func New(cfg Config) (*Backend, error) {
 	return &Backend{cfg: cfg, crds: crds, rbac: rbac}, nil
 }
 
-// Name is "fake".
-func (b *Backend) Name() string { return "fake" }
+// Name is the fake kind's name.
+const Name = "fake"
+
+// Name is the fake kind's name.
+func (b *Backend) Name() string { return Name }
 
 // Start creates the in-memory API and the run's namespace.
 func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
@@ -116,6 +119,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		ControllerConfig: controller,
 		ControllerClient: b.newClientLocked(false),
 		Observer:         observer,
+		InProcess:        b,
 		Can: sim.Capabilities{
 			sim.VirtualTime:      "",
 			sim.RealAPIServer:    "no API server: requests never cross HTTP",

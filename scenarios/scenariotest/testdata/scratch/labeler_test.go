@@ -2,6 +2,7 @@ package labeler
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 
@@ -143,6 +144,10 @@ func (r *runner) sync(ctx context.Context, lister interface {
 	_, err = r.in.Client.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
 	return err
 }
+
+// TestMain gives the tests the -converge.* flags and a process prepared
+// for runs.
+func TestMain(m *testing.M) { os.Exit(scenariotest.Main(m)) }
 
 func TestScenarios(t *testing.T) {
 	// Faults: every fault-free scenario also runs under each of converge's
