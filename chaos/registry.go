@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/converge-lab/converge/internal/duration"
 )
 
 // Spec is an injection as a scenario file writes it: a fault by name, its
@@ -131,49 +133,24 @@ func (s Spec) Build() (Injection, error) {
 	return in, nil
 }
 
-// duration reads a JSON duration as a Go duration string ("30s") or a
-// number of nanoseconds.
-type duration time.Duration
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return err
-		}
-		*d = duration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("a duration is a string like \"30s\": %w", err)
-	}
-	*d = duration(n)
-	return nil
-}
-
-// MarshalJSON writes d as "30s", as a scenario file does.
-func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
 // whenJSON and specJSON are When and Spec as JSON, both ways: durations as
-// "30s" (nanoseconds are still read), zero fields left out.
+// "30s", zero fields left out.
 type whenJSON struct {
-	After       duration `json:"after,omitzero"`
-	Until       duration `json:"until,omitzero"`
-	Nth         int      `json:"nth,omitzero"`
-	Count       int      `json:"count,omitzero"`
-	Probability float64  `json:"probability,omitzero"`
-	Every       duration `json:"every,omitzero"`
+	After       duration.Duration `json:"after,omitzero"`
+	Until       duration.Duration `json:"until,omitzero"`
+	Nth         int               `json:"nth,omitzero"`
+	Count       int               `json:"count,omitzero"`
+	Probability float64           `json:"probability,omitzero"`
+	Every       duration.Duration `json:"every,omitzero"`
 }
 
 type specJSON struct {
-	Fault      string   `json:"fault"`
-	Target     Target   `json:"target,omitzero"`
-	When       When     `json:"when,omitzero"`
-	RetryAfter int      `json:"retryAfter,omitzero"`
-	Code       int      `json:"code,omitzero"`
-	Delay      duration `json:"delay,omitzero"`
+	Fault      string            `json:"fault"`
+	Target     Target            `json:"target,omitzero"`
+	When       When              `json:"when,omitzero"`
+	RetryAfter int               `json:"retryAfter,omitzero"`
+	Code       int               `json:"code,omitzero"`
+	Delay      duration.Duration `json:"delay,omitzero"`
 }
 
 // decodeStrict decodes b into v, refusing unknown fields.
@@ -185,7 +162,7 @@ func decodeStrict(b []byte, v any) error {
 
 // MarshalJSON writes the durations as "30s".
 func (w When) MarshalJSON() ([]byte, error) {
-	return json.Marshal(whenJSON{duration(w.After), duration(w.Until), w.Nth, w.Count, w.Probability, duration(w.Every)})
+	return json.Marshal(whenJSON{duration.Duration(w.After), duration.Duration(w.Until), w.Nth, w.Count, w.Probability, duration.Duration(w.Every)})
 }
 
 // UnmarshalJSON accepts "30s" for after, until and every.
@@ -200,7 +177,7 @@ func (w *When) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the delay as "2s".
 func (s Spec) MarshalJSON() ([]byte, error) {
-	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration(s.Delay)})
+	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration.Duration(s.Delay)})
 }
 
 // UnmarshalJSON accepts "2s" for delay and rejects unknown fields.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/duration"
 )
 
 // SchemaVersion is the version of the Result JSON. Read also reads v2
@@ -377,25 +378,9 @@ type Entry struct {
 	What string    `json:"what"`
 }
 
-// Duration is a time.Duration written as "1m30s".
-type Duration time.Duration
-
-// MarshalJSON writes d as a Go duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a Go duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration is a string like \"1m30s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is a time.Duration written as "1m30s", as every duration in
+// converge's files is.
+type Duration = duration.Duration
 
 // FileName is where a result goes in a report folder:
 // scenario_backend_seed.json, with the controller's name after the seed
@@ -438,6 +423,17 @@ func Read(path string) (*Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("reports: %s: %w", path, err)
+	}
+	if head.Schema == SchemaV1 {
+		if data, err = v1Durations(data); err != nil {
+			return nil, fmt.Errorf("reports: %s: %w", path, err)
+		}
 	}
 	var r Result
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -484,6 +480,41 @@ func upgradeV2(r *Result) {
 		r.Findings = append(r.Findings, Finding{Check: CheckGoal, Kind: KindGoal, Within: r.Deadline})
 	}
 	r.Schema = SchemaVersion
+}
+
+// v1Durations rewrites the durations of a v1 result's fault plan, which
+// v1 could write as numbers of nanoseconds, as strings ("30s").
+func v1Durations(data []byte) ([]byte, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	if raw["plan"] == nil {
+		return data, nil
+	}
+	var plan []map[string]any
+	if err := json.Unmarshal(raw["plan"], &plan); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	str := func(m map[string]any, key string) {
+		if n, ok := m[key].(float64); ok {
+			m[key] = time.Duration(n).String()
+		}
+	}
+	for _, spec := range plan {
+		str(spec, "delay")
+		if when, ok := spec["when"].(map[string]any); ok {
+			for _, k := range []string{"after", "until", "every"} {
+				str(when, k)
+			}
+		}
+	}
+	b, err := json.Marshal(plan)
+	if err != nil {
+		return nil, err
+	}
+	raw["plan"] = b
+	return json.Marshal(raw)
 }
 
 // upgradeV1 reads a v1 result as v2: its writes were keyed by the

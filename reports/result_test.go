@@ -71,6 +71,7 @@ func TestReadsV2(t *testing.T) {
 func TestReadsV1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"schema": "converge.dev/result/v1", "scenario": "baseline", "backend": "fake", "seed": 1,
+		"plan": [{"fault": "latency", "delay": 2000000000, "when": {"after": 1500000000, "every": 60000000000}}, {"fault": "conflict", "when": {"nth": 1}}],
 		"counters": {"writes": {"web-0": 2, "deployments/web-1": 1}, "needed": {"web-0": 1}},
 		"history": {"states": [{"at": "2026-01-01T00:00:00Z", "deployment": "web-0", "desired": 2}]}}`), 0o644))
 	r, err := reports.Read(path)
@@ -79,6 +80,21 @@ func TestReadsV1(t *testing.T) {
 	assert.Equal(t, map[string]int{"deployments/web-0": 2, "deployments/web-1": 1}, r.Counters.Writes)
 	assert.Equal(t, map[string]int{"deployments/web-0": 1}, r.Counters.Needed)
 	assert.Len(t, r.History.States, 1)
+	// v1 wrote a fault's durations in nanoseconds.
+	assert.Equal(t, []chaos.Spec{
+		{Fault: "latency", Delay: 2 * time.Second, When: chaos.When{After: 1500 * time.Millisecond, Every: time.Minute}},
+		{Fault: "conflict", When: chaos.When{Nth: 1}},
+	}, r.Plan)
+}
+
+// A duration is written one way, "1m30s", in a result as in a scenario:
+// a newer result with a number where a duration goes is refused.
+func TestDurationsAreStrings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"schema": "`+reports.SchemaVersion+`", "scenario": "baseline", "backend": "fake", "seed": 1,
+		"plan": [{"fault": "latency", "delay": 2000000000}]}`), 0o644))
+	_, err := reports.Read(path)
+	assert.ErrorContains(t, err, `a duration is a string like "1m30s"`)
 }
 
 func TestJUnit(t *testing.T) {
