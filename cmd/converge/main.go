@@ -17,8 +17,8 @@
 // gives virtual time (a synctest bubble exists only inside a test), so a
 // ten-minute scenario takes a fraction of a second; envtest runs share a
 // control plane per process, and cluster runs go to --kubeconfig's cluster
-// or to a kwokctl cluster --kwok starts. docs/guide.md has the whole
-// reference.
+// or to a kwokctl cluster --kwok starts. docs/reference/cli.md describes
+// every command and flag.
 package main
 
 import (

@@ -159,14 +159,17 @@ func exploreRun(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, see
 	return RunFake(t, s, opts)
 }
 
-// RunFake runs s on the fake backend in a synctest bubble of t. Goroutines
+// RunFake runs s on the fake backend (or the virtual kind opts names) in a
+// synctest bubble of t. Goroutines
 // of the controller that outlive the run, blocked for good, are a verdict
 // (clean-shutdown broken), not a crash of the test: they stay blocked in
 // the dead bubble.
 func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *reports.Result {
 	t.Helper()
 	scenarios.PrepareProcess()
-	opts.Backend = fake.Kind{}
+	if opts.Backend == nil {
+		opts.Backend = fake.Kind{}
+	}
 	var res *reports.Result
 	var leaked any
 	began := time.Now()
@@ -179,7 +182,7 @@ func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *repor
 		name = opts.Controller.Name()
 	}
 	if res == nil {
-		res = &reports.Result{Schema: reports.SchemaVersion, Scenario: s.Name, Backend: fake.Name, Seed: opts.Seed, Controller: name,
+		res = &reports.Result{Schema: reports.SchemaVersion, Scenario: s.Name, Backend: opts.Backend.Name(), Seed: opts.Seed, Controller: name,
 			Replay: opts.Replay, RunID: opts.RunID, Error: fmt.Sprintf("the run did not finish: %v", leaked)}
 	}
 	if leaked != nil && res.Error == "" {
