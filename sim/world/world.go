@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -122,7 +124,14 @@ type World struct {
 	nodeOf map[string]string
 }
 
-type pending struct{ created, deleted map[string]bool }
+// pending are the pods the world created or deleted for one Deployment
+// and has not seen so yet, as the ReplicaSet controller's expectations
+// are: kept for the Deployment's UID, so one created again under its name
+// starts with none.
+type pending struct {
+	uid              types.UID
+	created, deleted map[string]bool
+}
 
 type key struct {
 	kind string // "pod" or "deployment"
@@ -304,6 +313,13 @@ func (w *World) podChanged(obj any) {
 	}
 	w.queue.Add(key{"pod", p.Name})
 	if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Deployment" && w.cfg.Deployments {
+		// A pod the world created is seen once an event of it arrives, even
+		// one that deletes it before a sync finds it in the cache.
+		w.mu.Lock()
+		if e := w.pending[owner.Name]; e != nil && e.uid == owner.UID {
+			delete(e.created, p.Name)
+		}
+		w.mu.Unlock()
 		w.queue.Add(key{"deployment", owner.Name})
 	}
 	// Capacity-limited readiness depends on the other pods of the node.
@@ -652,7 +668,8 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 			ready++
 		}
 	}
-	exp := w.expectations(d.Name)
+	exp := w.expectations(d)
+	w.mu.Lock() // the pod handler notes what it sees (podChanged)
 	for n := range exp.created {
 		if _, inCache := seen[n]; inCache {
 			delete(exp.created, n)
@@ -663,18 +680,25 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 			delete(exp.deleted, n)
 		}
 	}
+	created, deleting := len(exp.created), maps.Clone(exp.deleted)
+	w.mu.Unlock()
+	expect := func(set map[string]bool, name string) {
+		w.mu.Lock()
+		set[name] = true
+		w.mu.Unlock()
+	}
 	want := ptr.Deref(d.Spec.Replicas, 1)
 	pods := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace)
-	if diff := int(want) - len(active) - len(exp.created) + len(exp.deleted); diff > 0 {
+	if diff := int(want) - len(active) - created + len(deleting); diff > 0 {
 		for range diff {
 			p, err := pods.Create(ctx, podFor(d), metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}
-			exp.created[p.Name] = true
+			expect(exp.created, p.Name)
 		}
 	} else if diff < 0 {
-		active = slices.DeleteFunc(active, func(p *corev1.Pod) bool { return exp.deleted[p.Name] })
+		active = slices.DeleteFunc(active, func(p *corev1.Pod) bool { return deleting[p.Name] })
 		// Newest first, as the ReplicaSet controller prefers.
 		slices.SortFunc(active, func(a, b *corev1.Pod) int {
 			if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
@@ -687,7 +711,7 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 			if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
-			exp.deleted[p.Name] = true
+			expect(exp.deleted, p.Name)
 		}
 		active = active[n:]
 		ready = 0
@@ -726,16 +750,18 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-func (w *World) expectations(deployment string) *pending {
+// expectations are d's pending pods; those of an earlier Deployment of its
+// name are dropped.
+func (w *World) expectations(d *appsv1.Deployment) *pending {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
 		w.pending = map[string]*pending{}
 	}
-	e, ok := w.pending[deployment]
-	if !ok {
-		e = &pending{created: map[string]bool{}, deleted: map[string]bool{}}
-		w.pending[deployment] = e
+	e, ok := w.pending[d.Name]
+	if !ok || e.uid != d.UID {
+		e = &pending{uid: d.UID, created: map[string]bool{}, deleted: map[string]bool{}}
+		w.pending[d.Name] = e
 	}
 	return e
 }

@@ -227,3 +227,40 @@ func TestNodesSurviveAnotherWriter(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 }
+
+// A Deployment deleted and created again at once under its name gets pods
+// of its own, whatever the world had expected for the one before it.
+func TestRecreatedDeploymentGetsPods(t *testing.T) {
+	for round := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			env, _ := startWorld(t, world.Model{Kind: world.ReadyAfterDelay, Delay: time.Second})
+			ctx := context.Background()
+			deploys := env.Observer.AppsV1().Deployments(env.Namespace)
+			_, err := deploys.Create(ctx, deployment("web", 3), metav1.CreateOptions{})
+			require.NoError(t, err)
+			// Some rounds recreate before the world has seen the first at
+			// all, some while its pods are being made, some after.
+			time.Sleep(time.Duration(round%4) * 50 * time.Millisecond)
+			synctest.Wait()
+			var d *appsv1.Deployment
+			for range 3 {
+				require.NoError(t, deploys.Delete(ctx, "web", metav1.DeleteOptions{}))
+				d, err = deploys.Create(ctx, deployment("web", 3), metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			settle()
+			time.Sleep(time.Minute)
+			settle()
+			var owned int
+			for _, p := range pods(t, env.Observer, env.Namespace, "web") {
+				if metav1.GetControllerOf(&p).UID == d.UID && p.DeletionTimestamp == nil {
+					owned++
+				}
+			}
+			assert.Equal(t, 3, owned, "round %d: the last Deployment's pods", round)
+			d, err = deploys.Get(ctx, "web", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, int32(3), d.Status.ReadyReplicas, "round %d", round)
+		})
+	}
+}
