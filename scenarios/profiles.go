@@ -3,8 +3,10 @@ package scenarios
 import (
 	"cmp"
 	"embed"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 //go:embed faults/*.yaml
@@ -21,6 +23,10 @@ func FaultProfiles() ([]*Scenario, error) { return LoadFS(faultsFS, "faults") }
 // Under returns s with the faults of profile p: named s's name and p's,
 // with p's faults after s's own, p's controller settings where it sets
 // them, on the backends both run on, and catching what p catches.
+// ErrNoCommonBackend: a scenario and a profile share no backend, so the
+// scenario cannot run under it.
+var ErrNoCommonBackend = errors.New("no backend both run on")
+
 func (s *Scenario) Under(p *Scenario) (*Scenario, error) {
 	out := *s
 	out.Name = s.Name + "-" + p.Name
@@ -34,7 +40,7 @@ func (s *Scenario) Under(p *Scenario) (*Scenario, error) {
 		}
 	}
 	if len(out.Backends) == 0 {
-		return nil, fmt.Errorf("%s under %s: no backend both run on", s.Name, p.Name)
+		return nil, fmt.Errorf("%w: %s runs on %s, %s on %s", ErrNoCommonBackend, s.Name, strings.Join(s.RunsOnBackends(), ", "), p.Name, strings.Join(p.RunsOnBackends(), ", "))
 	}
 	c := &out.Controller
 	c.Instances = max(c.Instances, p.Controller.Instances)

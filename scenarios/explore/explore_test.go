@@ -170,3 +170,16 @@ func TestVerdictDifferencesReadFindings(t *testing.T) {
 		{Oracle: OracleVerdict, Kind: "budget", Field: "requests", Detail: "budget: 9 list pods requests, budget 3"},
 	}, got)
 }
+
+// The summary counts what pruning left out as counts, not differences.
+func TestTextCountsWhatWasPruned(t *testing.T) {
+	e := &Exploration{Scenario: "s", Controller: "c", Seed: 1, Coverage: Coverage{
+		Found: map[string]int{Stale: 70, Unobserved: 30},
+		Steps: []Step{{Name: "writes that failed", Before: 100, After: 100}, {Name: "repeats", Before: 100, After: 43}},
+		Points: 43, Run: 43,
+	}}
+	text := e.Text()
+	assert.Contains(t, text, "100 points found, of which pruned 57 repeats; 43 run")
+	assert.NotContains(t, text, "-57")
+	assert.NotContains(t, text, "writes that failed", "a pass that pruned nothing is not listed")
+}

@@ -201,10 +201,14 @@ func (e *Exploration) Text() string {
 		found += n
 	}
 	fmt.Fprintf(&b, "explored %s (%s, seed %d): %d points found", e.Scenario, e.Controller, e.Seed, found)
+	var pruned []string
 	for _, s := range c.Steps {
 		if s.Before != s.After {
-			fmt.Fprintf(&b, ", -%d %s", s.Before-s.After, s.Name)
+			pruned = append(pruned, fmt.Sprintf("%d %s", s.Before-s.After, s.Name))
 		}
+	}
+	if len(pruned) > 0 {
+		fmt.Fprintf(&b, ", of which pruned %s", strings.Join(pruned, ", "))
 	}
 	fmt.Fprintf(&b, "; %d run (%d did not fire, %d errors) in %v\n", c.Run, c.Unfired, c.Errors, time.Duration(e.Wall).Round(time.Millisecond))
 	if c.Run == 0 && c.Points > 0 {

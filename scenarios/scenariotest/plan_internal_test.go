@@ -62,13 +62,13 @@ func TestPlanRunsTheFaultProfilesInRealTimeOnlyWhereAsked(t *testing.T) {
 		}
 	}
 
-	list, deferred, err := plan(suite, Options{Faults: true}, invocation.Default())
+	list, _, deferred, err := plan(suite, Options{Faults: true}, invocation.Default())
 	require.NoError(t, err)
 	assert.Len(t, names(list, fake.Name), 3+2*everywhere, "each fault-free scenario under every profile that runs on fake")
 	assert.Equal(t, []string{"one", "two", "conflicted"}, names(list, envtest.Name), "no profile on envtest unless named")
 	assert.Equal(t, 2*len(profiles), deferred, "what -converge.full would add: every profile of both on envtest")
 
-	list, deferred, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"two"}}, invocation.Default())
+	list, _, deferred, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"two"}}, invocation.Default())
 	require.NoError(t, err)
 	onEnvtest := names(list, envtest.Name)
 	assert.Len(t, onEnvtest, 3+len(profiles))
@@ -77,29 +77,29 @@ func TestPlanRunsTheFaultProfilesInRealTimeOnlyWhereAsked(t *testing.T) {
 	assert.Contains(t, names(list, fake.Name), "one-conflicts")
 	assert.Equal(t, len(profiles), deferred)
 
-	list, deferred, err = plan(suite, Options{Faults: true, Full: true}, invocation.Default())
+	list, _, deferred, err = plan(suite, Options{Faults: true, Full: true}, invocation.Default())
 	require.NoError(t, err)
 	assert.Len(t, names(list, envtest.Name), 3+2*len(profiles))
 	assert.Zero(t, deferred)
 
-	_, _, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"tow"}}, invocation.Default())
+	_, _, _, err = plan(suite, Options{Faults: true, FaultScenarios: []string{"tow"}}, invocation.Default())
 	assert.ErrorContains(t, err, `FaultScenarios names "tow", which is not one of its scenarios`)
 }
 
 func TestPlanKeepsEnvtestToTheScenariosNamed(t *testing.T) {
 	suite := userSuite(t)
-	list, deferred, err := plan(suite, Options{EnvtestScenarios: []string{"conflicted"}}, invocation.Default())
+	list, _, deferred, err := plan(suite, Options{EnvtestScenarios: []string{"conflicted"}}, invocation.Default())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"conflicted"}, names(list, envtest.Name))
 	assert.Equal(t, []string{"one", "two", "conflicted"}, names(list, fake.Name))
 	assert.Equal(t, 2, deferred)
 	assert.Len(t, suite[0].RunsOnBackends(), 2, "the scenarios given are left as they were")
 
-	list, _, err = plan(suite, Options{EnvtestScenarios: []string{"conflicted"}, Full: true}, invocation.Default())
+	list, _, _, err = plan(suite, Options{EnvtestScenarios: []string{"conflicted"}, Full: true}, invocation.Default())
 	require.NoError(t, err)
 	assert.Len(t, names(list, envtest.Name), 3)
 
-	_, _, err = plan(suite, Options{EnvtestScenarios: []string{"nope"}}, invocation.Default())
+	_, _, _, err = plan(suite, Options{EnvtestScenarios: []string{"nope"}}, invocation.Default())
 	assert.ErrorContains(t, err, `EnvtestScenarios names "nope"`)
 }
 
@@ -127,4 +127,32 @@ func TestEstimateSaysWhenTheTimeoutCannotHoldTheRuns(t *testing.T) {
 
 	fakeOnly := estimate(suite, []string{fake.Name}, 1, none, 2)
 	assert.NoError(t, fakeOnly.fits(0), "virtual time needs no wall-clock budget")
+}
+
+// A scenario on fake alone under a profile that needs a real API server is
+// a run that cannot be: a SKIP with its reason, not the whole test's
+// failure.
+func TestPlanSkipsAProfileWithNoBackendInCommon(t *testing.T) {
+	profiles, err := scenarios.FaultProfiles()
+	require.NoError(t, err)
+	var realOnly []string
+	for _, p := range profiles {
+		if !p.RunsOn(fake.Name) {
+			realOnly = append(realOnly, p.Name)
+		}
+	}
+	require.NotEmpty(t, realOnly, "a profile that runs in real time only")
+	only := *userSuite(t)[0]
+	only.Name, only.Backends = "only", []string{fake.Name}
+	list, skips, _, err := plan([]*scenarios.Scenario{&only}, Options{Faults: true, Full: true}, invocation.Default())
+	require.NoError(t, err)
+	var skippedNames []string
+	for _, sk := range skips {
+		skippedNames = append(skippedNames, sk.name)
+		assert.ErrorIs(t, sk.why, scenarios.ErrNoCommonBackend)
+	}
+	for _, p := range realOnly {
+		assert.Contains(t, skippedNames, "only-"+p)
+	}
+	assert.Len(t, list, 1+len(profiles)-len(realOnly))
 }

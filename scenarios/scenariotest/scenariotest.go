@@ -50,6 +50,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -70,6 +71,7 @@ import (
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/backends"
+	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
 )
@@ -164,13 +166,14 @@ func registered() *flag.FlagSet {
 // invocation is read from $CONVERGE_FLAGS alone, which works in any test
 // binary), prepares the process for runs once (scenarios.PrepareProcess:
 // it replaces apimachinery's process-wide error and panic handling), runs
-// the tests, and stops the envtest control plane they shared
-// (envtest.SharedWith). It returns the exit code.
+// the tests, and stops the envtest control plane and the kwok cluster they
+// shared (envtest.SharedWith, cluster.StopShared). It returns the exit
+// code.
 func Main(m *testing.M) int {
 	RegisterFlags()
 	scenarios.PrepareProcess()
 	code := m.Run()
-	if err := envtest.StopShared(); err != nil {
+	if err := errors.Join(envtest.StopShared(), cluster.StopShared()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = cmp.Or(code, 1)
 	}
@@ -194,25 +197,25 @@ func Run(t *testing.T, dir string, c scenarios.Controller, opts ...Options) {
 	}
 	inv := current(t)
 	if len(inv.Files) > 0 {
-		runScenarios(t, inv, nil, func(*scenarios.Scenario) scenarios.Controller { return c }, o, 0)
+		runScenarios(t, inv, nil, nil, func(*scenarios.Scenario) scenarios.Controller { return c }, o, 0)
 		return
 	}
 	list, err := scenarios.LoadDir(dir)
 	if err != nil {
 		t.Fatalf("loading the scenarios of %s: %v", dir, err)
 	}
-	list, deferred, err := plan(list, o, inv)
+	list, skips, deferred, err := plan(list, o, inv)
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
-	runScenarios(t, inv, list, func(*scenarios.Scenario) scenarios.Controller { return c }, o, deferred)
+	runScenarios(t, inv, list, skips, func(*scenarios.Scenario) scenarios.Controller { return c }, o, deferred)
 }
 
 // plan is list as o runs it: the scenarios EnvtestScenarios leaves out on
 // fake alone, and with Faults each fault-free one under every profile, on
 // envtest only where FaultScenarios says so (all of them when full).
 // deferred counts the runs in real time that full would add.
-func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ []*scenarios.Scenario, deferred int, _ error) {
+func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ []*scenarios.Scenario, skips []skipped, deferred int, _ error) {
 	names := map[string]bool{}
 	for _, s := range list {
 		names[s.Name] = true
@@ -223,7 +226,7 @@ func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ [
 	}{{"EnvtestScenarios", o.EnvtestScenarios}, {"FaultScenarios", o.FaultScenarios}} {
 		for _, n := range field.list {
 			if !names[n] {
-				return nil, 0, fmt.Errorf("%s names %q, which is not one of its scenarios", field.name, n)
+				return nil, nil, 0, fmt.Errorf("%s names %q, which is not one of its scenarios", field.name, n)
 			}
 		}
 	}
@@ -251,7 +254,7 @@ func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ [
 		}
 	}
 	if !o.Faults {
-		return out, deferred, nil
+		return out, nil, deferred, nil
 	}
 	err := underFaults(list, func(base, u *scenarios.Scenario) {
 		if len(o.FaultBackends) > 0 {
@@ -266,26 +269,33 @@ func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ [
 		if u != nil {
 			out = append(out, u)
 		}
-	})
+	}, func(name string, why error) { skips = append(skips, skipped{name, why}) })
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	return out, deferred, nil
+	return out, skips, deferred, nil
 }
 
 // UnderFaults is list, and each of its scenarios without faults under each
 // fault profile.
 func UnderFaults(list []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
 	out := slices.Clone(list)
-	if err := underFaults(list, func(_, u *scenarios.Scenario) { out = append(out, u) }); err != nil {
+	if err := underFaults(list, func(_, u *scenarios.Scenario) { out = append(out, u) }, func(string, error) {}); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
+// skipped is a run that is not made, and why: a go test SKIP of its own.
+type skipped struct {
+	name string
+	why  error
+}
+
 // underFaults calls add with each scenario of list without faults and each
-// fault profile, and the scenario under that profile.
-func underFaults(list []*scenarios.Scenario, add func(base, under *scenarios.Scenario)) error {
+// fault profile, and the scenario under that profile; skip with the name
+// of one that cannot be, the two sharing no backend.
+func underFaults(list []*scenarios.Scenario, add func(base, under *scenarios.Scenario), skip func(name string, why error)) error {
 	profiles, err := scenarios.FaultProfiles()
 	if err != nil {
 		return err
@@ -296,7 +306,11 @@ func underFaults(list []*scenarios.Scenario, add func(base, under *scenarios.Sce
 		}
 		for _, p := range profiles {
 			u, err := s.Under(p)
-			if err != nil {
+			switch {
+			case errors.Is(err, scenarios.ErrNoCommonBackend):
+				skip(s.Name+"-"+p.Name, err)
+				continue
+			case err != nil:
 				return err
 			}
 			add(s, u)
@@ -320,14 +334,14 @@ func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*
 	if len(inv.Files) == 0 {
 		o.Faults = false
 		var err error
-		if list, deferred, err = plan(list, o, inv); err != nil {
+		if list, _, deferred, err = plan(list, o, inv); err != nil {
 			t.Fatal(err)
 		}
 	}
-	runScenarios(t, inv, list, controllerFor, o, deferred)
+	runScenarios(t, inv, list, nil, controllerFor, o, deferred)
 }
 
-func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, o Options, deferred int) {
+func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, skips []skipped, controllerFor func(*scenarios.Scenario) scenarios.Controller, o Options, deferred int) {
 	t.Helper()
 	fromFile := map[*scenarios.Scenario]string{}
 	if len(inv.Files) > 0 {
@@ -388,10 +402,16 @@ func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 			}
 		})
 	}
+	for _, sk := range skips {
+		t.Run(sk.name, func(t *testing.T) { t.Skipf("SKIPPED: %v", sk.why) })
+	}
 	var mu sync.Mutex
 	var results []*reports.Result
 	for _, s := range list {
 		t.Run(s.Name, func(t *testing.T) {
+			if !slices.ContainsFunc(inv.Backends, s.RunsOn) {
+				t.Skipf("SKIPPED: %s runs on %s, and this test on %s (-converge.backends)", s.Name, strings.Join(s.RunsOnBackends(), ", "), strings.Join(inv.Backends, ", "))
+			}
 			// Runs share nothing but the envtest control plane, where each
 			// has its own namespace; one that needs it to itself runs
 			// alone, before the others. On a kwokctl cluster runs go one at

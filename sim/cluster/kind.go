@@ -56,17 +56,23 @@ func (Kind) For(ctx context.Context, r sim.Run) (sim.Backend, error) {
 // kwokKey holds the Setup's kwok cluster in its Shared.
 type kwokKey struct{ dir string }
 
+// process holds the kwok clusters started for Setups without a Shared of
+// their own, until StopShared.
+var process sim.Shared
+
+// StopShared deletes the kwok clusters started for runs whose Setup had no
+// Shared; call it from TestMain after the tests (scenariotest.Main does).
+func StopShared() error { return process.Close() }
+
 // kwokCluster is the running kwokctl cluster in setup.Kwok's folder, or,
 // for "start", one started on first use and deleted when setup.Shared
-// closes.
+// closes (without one, at StopShared).
 func kwokCluster(ctx context.Context, setup sim.Setup) (*kwok.Cluster, error) {
-	if setup.Shared == nil {
-		if setup.Kwok == "start" {
-			return nil, errors.New(`a kwok cluster to "start" needs a sim.Setup with Shared, which deletes it at Close`)
-		}
-		return kwok.Attach(setup.Kwok)
+	shared := setup.Shared
+	if shared == nil {
+		shared = &process
 	}
-	v, err := setup.Shared.Get(kwokKey{setup.Kwok}, func() (any, func() error, error) {
+	v, err := shared.Get(kwokKey{setup.Kwok}, func() (any, func() error, error) {
 		if setup.Kwok != "start" {
 			c, err := kwok.Attach(setup.Kwok)
 			return c, nil, err

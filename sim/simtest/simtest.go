@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/cluster"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/kwok"
 )
@@ -40,7 +41,7 @@ func BuildAsThisBinary() {
 func Main(m *testing.M) int {
 	BuildAsThisBinary()
 	code := m.Run()
-	if err := errors.Join(envtest.StopShared(), stopKwok()); err != nil {
+	if err := errors.Join(envtest.StopShared(), stopKwok(), cluster.StopShared()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if code == 0 {
 			code = 1
