@@ -181,10 +181,28 @@ func TestScheduledControlPlaneFaults(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	inj.Start(ctx)
 	want := []struct{ at, restarts, compacts int }{{9, 0, 0}, {10, 0, 1}, {12, 1, 1}, {14, 1, 1}, {15, 1, 2}, {20, 1, 3}}
+	// waiting is how many schedules wait on the clock at second s, once
+	// each has done what falls due then: the restart until it fires at 12,
+	// the compaction until its third firing at 20.
+	waiting := func(s int) int {
+		n := 0
+		if s < 12 {
+			n++
+		}
+		if s < 20 {
+			n++
+		}
+		return n
+	}
 	for _, w := range want {
-		for clk.Since(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) < time.Duration(w.at)*time.Second {
-			// Step only once the schedules wait on the clock again.
-			require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+		for {
+			s := int(clk.Since(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) / time.Second)
+			if s >= w.at {
+				break
+			}
+			// Step only once every schedule waits on the clock again: one
+			// still busy would start its wait a step late.
+			require.Eventually(t, func() bool { return clk.Waiters() == waiting(s) }, 5*time.Second, time.Millisecond, "schedules waiting at %ds", s)
 			clk.Step(time.Second)
 		}
 		require.Eventually(t, func() bool { r, c := cp.counts(); return r == w.restarts && c == w.compacts },

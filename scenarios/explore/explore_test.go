@@ -174,8 +174,8 @@ func TestVerdictDifferencesReadFindings(t *testing.T) {
 // The summary counts what pruning left out as counts, not differences.
 func TestTextCountsWhatWasPruned(t *testing.T) {
 	e := &Exploration{Scenario: "s", Controller: "c", Seed: 1, Coverage: Coverage{
-		Found: map[string]int{Stale: 70, Unobserved: 30},
-		Steps: []Step{{Name: "writes that failed", Before: 100, After: 100}, {Name: "repeats", Before: 100, After: 43}},
+		Found:  map[string]int{Stale: 70, Unobserved: 30},
+		Steps:  []Step{{Name: "writes that failed", Before: 100, After: 100}, {Name: "repeats", Before: 100, After: 43}},
 		Points: 43, Run: 43,
 	}}
 	text := e.Text()
