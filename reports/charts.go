@@ -294,7 +294,7 @@ func controllerRow(r *Result, bucket, end float64) *plot.Plot {
 	pl.Title.Text = fmt.Sprintf("controller: queue depth; reconciles and retries per %gs", bucket)
 	s := r.History.Samples
 	if len(s) == 0 {
-		pl.Title.Text = "controller: nothing sampled (a controller out of process shows no inside)"
+		pl.Title.Text = "controller: no probe (its Runner is no scenarios.Prober, or it runs out of process): nothing sampled"
 		pl.Y.Min, pl.Y.Max = 0, 1
 		return pl
 	}

@@ -156,3 +156,23 @@ func TestPlanSkipsAProfileWithNoBackendInCommon(t *testing.T) {
 	}
 	assert.Len(t, list, 1+len(profiles)-len(realOnly))
 }
+
+// A profile a controller has no use for is left out, each run a SKIP with
+// the reason given; a name that is no profile is an error, not a skip of
+// nothing.
+func TestPlanSkipsTheProfilesNamed(t *testing.T) {
+	suite := userSuite(t)
+	list, skips, _, err := plan(suite, Options{Faults: true, SkipProfiles: map[string]string{"conflicts": "it never updates"}}, invocation.Default())
+	require.NoError(t, err)
+	assert.NotContains(t, names(list, fake.Name), "one-conflicts")
+	require.NotEmpty(t, skips)
+	var named []string
+	for _, sk := range skips {
+		named = append(named, sk.name)
+		assert.EqualError(t, sk.why, "it never updates")
+	}
+	assert.Equal(t, []string{"one-conflicts", "two-conflicts"}, named)
+
+	_, _, _, err = plan(suite, Options{Faults: true, SkipProfiles: map[string]string{"conflict": "typo"}}, invocation.Default())
+	assert.ErrorContains(t, err, `SkipProfiles names "conflict", which is no fault profile`)
+}

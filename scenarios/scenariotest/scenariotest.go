@@ -53,6 +53,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -128,6 +129,11 @@ type Options struct {
 	// Full runs the whole matrix, as -converge.full does: every scenario
 	// and every fault-profile run on every backend it names.
 	Full bool
+	// SkipProfiles leaves fault profiles out of Faults, by name, each with
+	// the reason its runs report as a SKIP (a controller that runs one
+	// replica only has no use for leader-failover). A name that is no
+	// profile fails the test.
+	SkipProfiles map[string]string
 	// SharedControlPlane runs on the test binary's shared envtest control
 	// plane (envtest.Shared; stop it from TestMain with simtest.Main)
 	// rather than on one started for this call and stopped after it: for
@@ -256,7 +262,20 @@ func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ [
 	if !o.Faults {
 		return out, nil, deferred, nil
 	}
-	err := underFaults(list, func(base, u *scenarios.Scenario) {
+	profiles, err := scenarios.FaultProfiles()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.SkipProfiles)) {
+		if !slices.ContainsFunc(profiles, func(p *scenarios.Scenario) bool { return p.Name == name }) {
+			return nil, nil, 0, fmt.Errorf("SkipProfiles names %q, which is no fault profile", name)
+		}
+	}
+	err = underFaults(list, func(base, u *scenarios.Scenario) {
+		if why, ok := o.SkipProfiles[strings.TrimPrefix(u.Name, base.Name+"-")]; ok {
+			skips = append(skips, skipped{u.Name, errors.New(why)})
+			return
+		}
 		if len(o.FaultBackends) > 0 {
 			u.Backends = slices.DeleteFunc(u.RunsOnBackends(), func(b string) bool { return !slices.Contains(o.FaultBackends, b) })
 			if len(u.Backends) == 0 {
@@ -721,10 +740,15 @@ func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) [
 			continue
 		}
 		scenarios.PrepareProcess()
+		// Each run has the invocation's wall-clock limit, so a controller
+		// that never stops (creating without end) fails its run instead of
+		// holding the test.
+		limit, stop := scenarios.WallClockLimit(current(t).RunTimeout)
 		var res *reports.Result
 		synctest.Test(t, func(t *testing.T) {
-			res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: c})
+			res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: c, Limit: limit})
 		})
+		stop()
 		if res.Error != "" {
 			t.Fatalf("%s could not be run: %s", s.Name, res.Error)
 		}
