@@ -73,8 +73,10 @@ type Result struct {
 	// instant from which it held.
 	Converged      bool     `json:"converged"`
 	TimeToConverge Duration `json:"timeToConverge,omitempty"`
-	// Unfired names the scenario's faults that never fired: the run
-	// proves nothing about them. It does not fail the run.
+	// Unfired names the scenario's faults that never fired, and its
+	// invariants and write rules that could not fail in this run (they
+	// selected nothing, or read only missing fields): the run proves
+	// nothing about them. It does not fail the run; it fails the test.
 	Unfired []string `json:"unfired,omitempty"`
 	// Notes are what the harness noticed that may explain a failure
 	// without being part of the verdict, such as a slow control plane.

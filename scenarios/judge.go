@@ -81,10 +81,10 @@ func rules(s *Scenario) check.Rules {
 		Budgets: check.Budgets{WritesPerObject: s.Budgets.WritesPerObject, Reconciles: s.Budgets.Reconciles, Requests: s.Budgets.Requests},
 		Faults:  s.Faults, Allow: s.Allow}
 	for _, inv := range s.Invariants {
-		r.Invariants = append(r.Invariants, check.Invariant{Name: inv.Name, Select: sel(inv.Select), Rule: inv.Rule})
+		r.Invariants = append(r.Invariants, check.Invariant{Name: inv.Name, Select: sel(inv.Select), Rule: inv.Rule, MayBeVacuous: inv.MayBeVacuous})
 	}
 	for _, w := range s.Writes {
-		r.Writes = append(r.Writes, check.WriteRule{Select: sel(w.Select), Verbs: w.Verbs, Fields: w.Fields})
+		r.Writes = append(r.Writes, check.WriteRule{Select: sel(w.Select), Verbs: w.Verbs, Fields: w.Fields, MayBeVacuous: w.MayBeVacuous})
 	}
 	for _, e := range s.Goal.Objects {
 		r.Goal = append(r.Goal, check.Expectation{Select: sel(e.Select), Match: map[string]any(e.Match), Condition: e.Condition, Count: e.Count})

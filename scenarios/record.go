@@ -129,7 +129,7 @@ func (r *run) fakeAction(idx int, a k8stesting.Action, seen int, sent runtime.Ob
 		w.Request = q
 	}
 	r.hist.request(q)
-	r.pace(q.At)
+	r.pace(q)
 	if w != nil {
 		r.wrote(*w)
 	}
@@ -205,7 +205,7 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 				w.Request = q
 			}
 			r.hist.request(q)
-			r.pace(q.At)
+			r.pace(q)
 			if w != nil {
 				r.wrote(*w)
 			}

@@ -146,7 +146,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		return res
 	}
 	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory()}
-	r.hotLoopN = r.hotLoop()
+	r.hotLoopN = r.spinBound()
 	defer watchPanics(r.hist)()
 	if err := r.run(ctx); err != nil {
 		res.Error = err.Error()
@@ -195,6 +195,7 @@ type run struct {
 	paceAt   time.Time
 	paceN    int
 	hotLoopN int // see hotLoop
+	created  int // objects the controller created, its bookkeeping aside
 }
 
 // hotLoopRequests is how many requests the controller may make without the
@@ -209,28 +210,52 @@ const (
 	hotLoopPerObject = 10
 )
 
+// createsWithoutEnd is how many objects (its Leases and Events aside) a
+// controller may create in one run, at the least: past it, one that
+// creates without end (a create that does not see its own object) would
+// fill the store until the deadline, in virtual time at once. A scenario
+// may create createsPerObject per object it creates.
+const (
+	createsWithoutEnd = 2_000
+	createsPerObject  = 20
+)
+
 // hotLoop is the run's bound on requests without the clock moving.
-func (r *run) hotLoop() int {
+func (r *run) spinBound() int {
 	return max(hotLoopRequests, hotLoopPerObject*r.s.ObjectCount())
 }
 
-// pace counts a request made at at, and ends the run when the controller
-// spins.
-func (r *run) pace(at time.Time) {
+// pace counts a request q of the controller, and ends the run when the
+// controller spins (requests without the clock moving) or creates without
+// end.
+func (r *run) pace(q reports.Request) {
+	at := q.At
 	r.paceMu.Lock()
 	if !at.Equal(r.paceAt) {
 		r.paceAt, r.paceN = at, 0
 	}
 	r.paceN++
-	tripped := r.paceN == r.hotLoopN
+	spins := r.paceN == r.hotLoopN
+	if q.Verb == "create" && check.SuccessfulWrite(q) {
+		r.created++
+	}
+	creates := r.created == max(createsWithoutEnd, createsPerObject*r.s.ObjectCount())
 	r.paceMu.Unlock()
 	r.checkLimit()
-	if tripped {
-		r.hist.find(check.Finding(InvNoHotLoop, at, reports.Subject{}, nil, fmt.Sprintf("%d requests without the clock moving: the controller spins", r.hotLoopN)))
-		if r.abort != nil {
-			r.aborted.Store(true)
-			r.abort()
-		}
+	switch {
+	case spins:
+		r.hotLoop(at, fmt.Sprintf("%d requests without the clock moving: the controller spins", r.hotLoopN))
+	case creates:
+		r.hotLoop(at, fmt.Sprintf("%d objects created: the controller creates without end", r.created))
+	}
+}
+
+// hotLoop records a hot loop and ends the run.
+func (r *run) hotLoop(at time.Time, detail string) {
+	r.hist.find(check.Finding(InvNoHotLoop, at, reports.Subject{}, nil, detail))
+	if r.abort != nil {
+		r.aborted.Store(true)
+		r.abort()
 	}
 }
 

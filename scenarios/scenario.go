@@ -165,10 +165,18 @@ type Selector struct {
 // them in (package check). Kinds are keyed by name alone: a scenario that
 // watches two kinds of one name in different groups cannot tell them
 // apart there.
+//
+// An invariant that selects no object in a run, or is never true or false
+// of one because each lacks a field its rule reads, proves nothing: it is
+// reported as vacuous (check no-vacuous-check) and fails the test, unless
+// MayBeVacuous.
 type Invariant struct {
 	Name   string   `json:"name"`
 	Select Selector `json:"select"`
 	Rule   string   `json:"rule"`
+	// MayBeVacuous lets a run leave the invariant untried: its objects may
+	// not exist, or not carry the fields it reads.
+	MayBeVacuous bool `json:"mayBeVacuous,omitempty"`
 }
 
 // WriteRule allows the controller writes of the objects it selects: by
@@ -180,6 +188,10 @@ type WriteRule struct {
 	Select Selector `json:"select"`
 	Verbs  []string `json:"verbs,omitempty"`
 	Fields []string `json:"fields,omitempty"`
+	// MayBeVacuous lets a run make no write the rule selects; else such a
+	// run reports the rule as vacuous (no-vacuous-check), which fails the
+	// test.
+	MayBeVacuous bool `json:"mayBeVacuous,omitempty"`
 }
 
 // Goal is what the world looks like once the controller has converged.
@@ -201,7 +213,9 @@ type Expectation struct {
 	// when each of its elements matches a distinct element, in any order
 	// (package expect).
 	Match Object `json:"match,omitempty"`
-	// Condition is a CEL expression over object.
+	// Condition is a CEL expression over object, and over objects as an
+	// invariant's rule reads them (objects.Deployment: every Deployment
+	// seen at that instant), judged at each poll of the goal.
 	Condition string `json:"condition,omitempty"`
 	// Count, when set, is how many objects Select must match (0: none
 	// left).
@@ -596,8 +610,13 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 			bad(path, "say what must hold: match, condition or count")
 		}
 		if e.Condition != "" {
-			if _, err := expect.Compile(e.Condition, false); err != nil {
+			if _, err := check.CompileCondition(e.Condition); err != nil {
 				bad(path+".condition", "%v", err)
+			}
+			for _, kind := range check.KindsAcross(e.Condition) {
+				if !slices.ContainsFunc(s.kinds(), func(gvk schema.GroupVersionKind) bool { return gvk.Kind == kind }) {
+					bad(path+".condition", "objects.%s: the scenario names no kind %s (in its objects or selectors), so none is watched", kind, kind)
+				}
 			}
 		}
 		if e.Count != nil && (*e.Count < 0 || *e.Count > MaxObjects) {

@@ -197,7 +197,7 @@ timing: {deadline: 1m, settle: 10s}
 	out, err := run(t, "run", file, "--report", filepath.Join(dir, "r"), "--test-binary", scenarioTests(t))
 	require.ErrorIs(t, err, errFailed, out)
 	assert.Equal(t, 1, exitCode(err))
-	assert.Contains(t, out, "1 runs, 0 failed, 1 with faults that never fired")
+	assert.Contains(t, out, "1 runs, 0 failed, 1 with a fault or check that never fired")
 }
 
 // replay runs the scenario the result holds, not a catalogue scenario of

@@ -534,7 +534,7 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 	if took > 0 {
 		in = ", in " + took.Round(time.Millisecond).String()
 	}
-	fmt.Fprintf(stdout, "\n%d runs, %d failed, %d with faults that never fired, %d without a result%s\nresults: %s\n",
+	fmt.Fprintf(stdout, "\n%d runs, %d failed, %d with a fault or check that never fired, %d without a result%s\nresults: %s\n",
 		len(results)+len(missing), failed, unfired, len(missing), in, p.report)
 	if p.log {
 		fmt.Fprintf(stdout, "logs:    %s\n", filepath.Join(p.report, "scenarios.log"))

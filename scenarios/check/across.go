@@ -110,8 +110,10 @@ func judgeAcross(j *judging) {
 					continue
 				}
 				held, err := inv.expr.EvalAcross(obj, objects)
-				j.judged(inv, at, inv.Select.Kind, u, held, err, fmt.Sprintf("%s %s at resourceVersion %s, with the objects of %v as they were then: %s is false",
-					inv.Select.Kind, u.GetName(), rv, kinds, inv.Rule))
+				j.judged(inv, at, inv.Select.Kind, u, held, err, func() string {
+					return fmt.Sprintf("%s %s at resourceVersion %s, with the objects of %v as they were then: %s is false%s",
+						inv.Select.Kind, u.GetName(), rv, kinds, inv.Rule, read(inv.expr.Explain(obj, nil, objects)))
+				})
 			}
 		}
 	}
@@ -138,6 +140,21 @@ func KindsAcross(rule string) []string {
 // CompileRule compiles an invariant's rule: as a transition rule when it
 // names oldObject, as a rule across objects when it names objects.
 func CompileRule(rule string) (*expect.Expression, error) {
+	return compileRule(rule, true)
+}
+
+// CompileCondition compiles a goal's condition: over object, and over
+// objects (every object of each kind it names, as seen at one instant)
+// when it names them; a condition judges a state, not a change, so it may
+// not read oldObject.
+func CompileCondition(condition string) (*expect.Expression, error) {
+	return compileRule(condition, false)
+}
+
+func compileRule(rule string, changes bool) (*expect.Expression, error) {
+	if !changes && transitionRule.MatchString(rule) {
+		return nil, errors.New("a goal condition judges what the world is, not a change: it reads object and objects, not oldObject")
+	}
 	transition, across := transitionRule.MatchString(rule), acrossRule.MatchString(rule)
 	switch {
 	case transition && across:

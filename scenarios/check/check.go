@@ -62,6 +62,7 @@ func All() []Check {
 		budgetReconciles(),
 		budgetRequests(),
 		faultsFire(),
+		noVacuousCheck(),
 		harness(),
 	}
 }
@@ -99,6 +100,9 @@ type Invariant struct {
 	Name   string
 	Select Selector
 	Rule   string
+	// MayBeVacuous: a run in which it selects no object, or never reads
+	// the fields it names, is no finding (see no-vacuous-check).
+	MayBeVacuous bool
 }
 
 // WriteRule allows writes of the objects it selects, by verb and field.
@@ -106,6 +110,8 @@ type WriteRule struct {
 	Select Selector
 	Verbs  []string
 	Fields []string
+	// MayBeVacuous: a run in which it selects no write is no finding.
+	MayBeVacuous bool
 }
 
 // Expectation is one part of the goal: a partial object, a condition, a
@@ -155,8 +161,9 @@ type compiledInvariant struct {
 
 type compiledExpectation struct {
 	Expectation
-	expr *expect.Expression
-	sel  labels.Selector
+	expr  *expect.Expression
+	kinds []string // what objects the condition reads
+	sel   labels.Selector
 }
 
 // Compile compiles r's rules.
@@ -173,11 +180,11 @@ func Compile(r Rules) (*Compiled, error) {
 	for i, e := range r.Goal {
 		ce := compiledExpectation{Expectation: e}
 		if e.Condition != "" {
-			expr, err := expect.Compile(e.Condition, false)
+			expr, err := CompileCondition(e.Condition)
 			if err != nil {
 				return nil, fmt.Errorf("goal.objects[%d]: %w", i, err)
 			}
-			ce.expr = expr
+			ce.expr, ce.kinds = expr, KindsAcross(e.Condition)
 		}
 		ce.sel, _ = labels.Parse(e.Select.Labels)
 		c.goals = append(c.goals, ce)
@@ -199,14 +206,15 @@ type Verdict struct {
 	// polls the history holds.
 	Decided  bool
 	Counters reports.Counters
-	// Unfired names the scenario's faults that never fired.
+	// Unfired names the scenario's faults that never fired and its
+	// invariants and write rules that could not fail (no-vacuous-check).
 	Unfired []string
 }
 
 // Judge judges h under c. needed is what the controller's own judge said
 // each object needed (Counters.Needed).
 func (c *Compiled) Judge(h *reports.History, needed map[string]int) Verdict {
-	j := &judging{c: c, h: h, first: map[string]int{}}
+	j := &judging{c: c, h: h, first: map[string]int{}, selected: map[string]bool{}, evaluated: map[string]bool{}, ruled: map[int]bool{}}
 	j.v.Counters = counters(h, needed)
 	for _, f := range h.Recorded {
 		j.find(f)
@@ -239,6 +247,11 @@ type judging struct {
 	v     Verdict
 	found []reports.Finding
 	first map[string]int // index in found of each check's finding, for checks with one
+	// selected and evaluated are the invariants that selected an object,
+	// and that were true or false of one (no field missing); ruled are the
+	// write rules that selected a write, by index.
+	selected, evaluated map[string]bool
+	ruled               map[int]bool
 }
 
 // find keeps the earliest finding of each check.

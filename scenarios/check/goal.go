@@ -160,7 +160,13 @@ func (c *Compiled) goalHolds(w *Seen) (bool, string) {
 				}
 			}
 			if e.expr != nil {
-				held, err := e.expr.Eval(u.Object, nil)
+				var held bool
+				var err error
+				if e.expr.Across() {
+					held, err = e.expr.EvalAcross(u.Object, w.ByKind(e.kinds))
+				} else {
+					held, err = e.expr.Eval(u.Object, nil)
+				}
 				switch {
 				case errors.Is(err, expect.ErrMissing):
 					return false, fmt.Sprintf("goal.objects[%d]: %s %s: %v", i, u.GetKind(), u.GetName(), err)

@@ -55,20 +55,32 @@ func judgeInvariants(j *judging) {
 				continue
 			}
 			held, err := inv.expr.Eval(e.Object, old)
-			j.judged(inv, e.At, gvk.Kind, u, held, err, fmt.Sprintf("%s %s (resourceVersion %s): %s is false", gvk.Kind, e.Name, e.RV, inv.Rule))
+			j.judged(inv, e.At, gvk.Kind, u, held, err, func() string {
+				return fmt.Sprintf("%s %s (resourceVersion %s): %s is false%s", gvk.Kind, e.Name, e.RV, inv.Rule, read(inv.expr.Explain(e.Object, old, nil)))
+			})
 		}
 	}
 }
 
 // judged records what evaluating inv on u said: nothing when it held or
 // read a field that is not there, invariant-evaluates when it could not
-// be evaluated, else the invariant's finding with falseDetail.
-func (j *judging) judged(inv compiledInvariant, at time.Time, kind string, u *unstructured.Unstructured, held bool, err error, falseDetail string) {
+// be evaluated, else the invariant's finding with falseDetail's.
+func (j *judging) judged(inv compiledInvariant, at time.Time, kind string, u *unstructured.Unstructured, held bool, err error, falseDetail func() string) {
+	j.selected[inv.Name] = true
+	j.evaluated[inv.Name] = j.evaluated[inv.Name] || err == nil
 	switch {
 	case errors.Is(err, expect.ErrMissing):
 	case err != nil:
 		j.find(Finding(InvariantEvaluates, at, ObjectSubject(u), nil, fmt.Sprintf("invariant %s on %s %s: %v", inv.Name, kind, u.GetName(), err)))
 	case !held:
-		j.find(Finding(inv.Name, at, ObjectSubject(u), nil, falseDetail))
+		j.find(Finding(inv.Name, at, ObjectSubject(u), nil, falseDetail()))
 	}
+}
+
+// read is what a false rule read, as the end of its finding's detail.
+func read(explained string) string {
+	if explained == "" {
+		return ""
+	}
+	return " (it read " + explained + ")"
 }

@@ -94,6 +94,32 @@ func (s *Seen) Version(resource, namespace, name, rv string) map[string]any {
 	return nil
 }
 
+// ByKind are the objects of each of kinds (by name: Deployment), in order
+// of namespace and name, as a rule across objects reads them.
+func (s *Seen) ByKind(kinds []string) map[string]any {
+	out := make(map[string]any, len(kinds))
+	for _, k := range kinds {
+		var keys []objectKey
+		for key := range s.latest {
+			if s.kinds[key.resource].Kind == k {
+				keys = append(keys, key)
+			}
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i].namespace != keys[j].namespace {
+				return keys[i].namespace < keys[j].namespace
+			}
+			return keys[i].name < keys[j].name
+		})
+		items := make([]any, 0, len(keys))
+		for _, key := range keys {
+			items = append(items, s.latest[key])
+		}
+		out[k] = items
+	}
+	return out
+}
+
 // Selected are the objects sel matches, by name.
 func (s *Seen) Selected(sel Selector) []*unstructured.Unstructured {
 	ls, err := labels.Parse(sel.Labels)

@@ -76,10 +76,11 @@ func (j *judging) writeRules(w *Seen, q reports.Request) {
 		}
 	}
 	why := ""
-	for _, rule := range j.c.Writes {
+	for i, rule := range j.c.Writes {
 		if subject == nil || !w.Selects(rule.Select, resource, subject) {
 			continue
 		}
+		j.ruled[i] = true
 		if len(rule.Verbs) > 0 && !slices.Contains(rule.Verbs, q.Verb) {
 			why = fmt.Sprintf("no rule lets it %s", q.Verb)
 			continue
