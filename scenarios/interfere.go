@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -55,8 +56,12 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 		}
 		name := target.GetName()
 		if in.Delete {
-			if err := client.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err == nil {
+			err := client.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			switch {
+			case err == nil:
 				r.hist.log(time.Now(), fmt.Sprintf("%s deleted %s %s", who, target.GetKind(), name))
+			case !apierrors.IsNotFound(err) && ctx.Err() == nil:
+				r.fail(fmt.Errorf("%s could not delete %s %s: the API server answered: %w", who, target.GetKind(), name, err))
 			}
 			return
 		}
@@ -64,20 +69,33 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 		if err != nil {
 			return
 		}
-		value := strings.ReplaceAll(in.Set.Value, "{{n}}", strconv.Itoa(n))
-		if err := setString(cur.Object, in.Set.Path, value); err != nil {
-			r.hist.log(time.Now(), fmt.Sprintf("%s cannot set %s of %s: %v", who, in.Set.Path, name, err))
+		value := in.Set.Value
+		if s, ok := value.(string); ok {
+			value = strings.ReplaceAll(s, "{{n}}", strconv.Itoa(n))
+		}
+		what := "set " + in.Set.Path
+		if in.Set.Remove {
+			what = "remove " + in.Set.Path
+		}
+		if err := setField(cur.Object, in.Set.Path, value, in.Set.Remove); err != nil {
+			r.fail(fmt.Errorf("%s could not %s of %s %s: %w", who, what, target.GetKind(), name, err))
 			return
 		}
-		if _, err := client.Update(ctx, cur, metav1.UpdateOptions{}); err == nil {
-			r.hist.log(time.Now(), fmt.Sprintf("%s set %s of %s %s", who, in.Set.Path, target.GetKind(), name))
+		_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			r.hist.log(time.Now(), fmt.Sprintf("%s: %s of %s %s", who, what, target.GetKind(), name))
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			r.hist.log(time.Now(), fmt.Sprintf("%s skipped: %s of %s %s: %v", who, what, target.GetKind(), name, err))
+		case ctx.Err() == nil:
+			r.fail(fmt.Errorf("%s could not %s of %s %s: the API server answered: %w", who, what, target.GetKind(), name, err))
 		}
 	})
 }
 
-// setString sets the string at path in obj, making the maps on the way; a
-// list index must exist.
-func setString(obj map[string]any, path, value string) error {
+// setField sets value at path in obj, making the maps on the way, or
+// removes what is there; a list index must exist.
+func setField(obj map[string]any, path string, value any, remove bool) error {
 	p, err := expect.ParsePath(path)
 	if err != nil {
 		return err
@@ -89,6 +107,10 @@ func setString(obj map[string]any, path, value string) error {
 		case map[string]any:
 			if seg.Index >= 0 {
 				return fmt.Errorf("%s: a map, not a list", expect.Path(p[:i+1]))
+			}
+			if last && remove {
+				delete(c, seg.Key)
+				return nil
 			}
 			if last {
 				c[seg.Key] = value
@@ -103,6 +125,9 @@ func setString(obj map[string]any, path, value string) error {
 		case []any:
 			if seg.Index < 0 || seg.Index >= len(c) {
 				return fmt.Errorf("%s: no such element", expect.Path(p[:i+1]))
+			}
+			if last && remove {
+				return fmt.Errorf("%s: an element of a list is not removed, it is replaced", expect.Path(p[:i+1]))
 			}
 			if last {
 				c[seg.Index] = value

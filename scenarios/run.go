@@ -152,6 +152,9 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		res.Error = err.Error()
 		res.Unavailable = errors.Is(err, sim.ErrUnavailable)
 	}
+	if err := r.failed.Load(); err != nil {
+		res.Error = (*err).Error()
+	}
 	if r.limited.Load() {
 		res.Error = opts.Limit().Error()
 	}
@@ -196,6 +199,21 @@ type run struct {
 	paceN    int
 	hotLoopN int // see hotLoop
 	created  int // objects the controller created, its bookkeeping aside
+	// failed is the first step of the harness that failed during the run
+	// (see fail).
+	failed atomic.Pointer[error]
+}
+
+// fail ends the run as the harness's error: a step it could not take
+// (an interference the API server refused), no verdict on the controller.
+func (r *run) fail(err error) {
+	if r.failed.CompareAndSwap(nil, &err) {
+		r.hist.log(time.Now(), err.Error())
+		if r.abort != nil {
+			r.aborted.Store(true)
+			r.abort()
+		}
+	}
 }
 
 // hotLoopRequests is how many requests the controller may make without the

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -126,17 +127,25 @@ type Interference struct {
 	// created.
 	Count  int      `json:"count,omitempty"`
 	Select Selector `json:"select"`
-	// Set writes Value at Path (a string field: a label, an annotation),
-	// "{{n}}" in Value replaced by the count of the action.
+	// Set writes Value at Path (any JSON value: a label, a number of
+	// replicas, a list), "{{n}}" in a string Value replaced by the count of
+	// the action; or removes the field at Path. A write the API server
+	// refuses for another reason than a conflict (the object changed under
+	// the actor) or its absence ends the run as the harness's error, naming
+	// the step and the server's answer: it is no verdict on the controller.
 	Set *SetField `json:"set,omitempty"`
 	// Delete deletes the object, at once (grace period 0).
 	Delete bool `json:"delete,omitempty"`
 }
 
-// SetField is a string field an interfering actor writes.
+// SetField is a field an interfering actor writes, or removes.
 type SetField struct {
-	Path  string `json:"path"`
-	Value string `json:"value"`
+	Path string `json:"path"`
+	// Value is any JSON value: a string, a number, true or false, a list,
+	// an object.
+	Value any `json:"value,omitempty"`
+	// Remove removes the field at Path instead.
+	Remove bool `json:"remove,omitempty"`
 }
 
 // Selector picks objects of one kind in the run (its namespace, for a
@@ -508,8 +517,13 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 			if _, err := expect.ParsePath(in.Set.Path); err != nil {
 				bad(path+".set.path", "%v", err)
 			}
-			if len(in.Set.Value) > 1024 {
-				bad(path+".set.value", "at most 1024 characters")
+			switch b, _ := json.Marshal(in.Set.Value); {
+			case in.Set.Remove && in.Set.Value != nil:
+				bad(path+".set", "give a value, or remove: true, not both")
+			case !in.Set.Remove && in.Set.Value == nil:
+				bad(path+".set", "give a value, or remove: true")
+			case len(b) > 1024:
+				bad(path+".set.value", "at most 1024 bytes as JSON, got %d", len(b))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -158,4 +159,48 @@ func TestGoalConditionReadsObjects(t *testing.T) {
 	assert.ErrorContains(t, s.Validate(), "not oldObject")
 	s.Goal.Objects[len(s.Goal.Objects)-1].Condition = "size(objects.Widget) == 0"
 	assert.ErrorContains(t, s.Validate(), "objects.Widget: the scenario names no kind Widget")
+}
+
+// Interference sets any JSON value, or removes a field; a write the API
+// server refuses ends the run as the harness's error, naming the step and
+// the answer, never as a verdict on the controller.
+func TestInterferenceSetsAnyValue(t *testing.T) {
+	base, err := scaler.Lookup("baseline")
+	require.NoError(t, err)
+	deployments := scenarios.Selector{APIVersion: "apps/v1", Kind: "Deployment"}
+	run := func(t *testing.T, in scenarios.Interference) *reports.Result {
+		s := *base
+		s.World.Interference = []scenarios.Interference{in}
+		require.NoError(t, s.Validate())
+		var res *reports.Result
+		synctest.Test(t, func(t *testing.T) {
+			res = scenarios.Run(t.Context(), &s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: scaler.For(&s)})
+		})
+		return res
+	}
+	logged := func(res *reports.Result, what string) bool {
+		return slices.ContainsFunc(res.History.Log, func(e reports.Entry) bool { return strings.Contains(e.What, what) })
+	}
+
+	res := run(t, scenarios.Interference{Every: scenarios.Duration(time.Second), Count: 1, Select: deployments,
+		Set: &scenarios.SetField{Path: "spec.minReadySeconds", Value: 7}})
+	require.Empty(t, res.Error)
+	assert.True(t, logged(res, "interference 0: set spec.minReadySeconds of Deployment web-0"), "%v", res.History.Log)
+
+	res = run(t, scenarios.Interference{Every: scenarios.Duration(time.Second), Count: 1, Select: deployments,
+		Set: &scenarios.SetField{Path: "metadata.annotations", Remove: true}})
+	require.Empty(t, res.Error)
+	assert.True(t, logged(res, "interference 0: remove metadata.annotations of Deployment web-0"), "%v", res.History.Log)
+
+	res = run(t, scenarios.Interference{Every: scenarios.Duration(time.Second), Count: 1, Select: deployments,
+		Set: &scenarios.SetField{Path: "spec.replicas", Value: "many"}})
+	require.False(t, res.Pass)
+	assert.Contains(t, res.Error, "interference 0 could not set spec.replicas of Deployment web-0: the API server answered:")
+	for _, f := range res.Findings {
+		assert.Equal(t, reports.KindHarness, f.Kind, "no verdict on the controller: %+v", f)
+	}
+
+	s := *base
+	s.World.Interference = []scenarios.Interference{{Every: scenarios.Duration(time.Second), Select: deployments, Set: &scenarios.SetField{Path: "spec.replicas"}}}
+	assert.ErrorContains(t, s.Validate(), "give a value, or remove: true")
 }
