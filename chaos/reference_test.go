@@ -8,7 +8,6 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -20,6 +19,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/converge-lab/converge/internal/golden"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,14 +32,7 @@ func TestReferenceListsTheFaults(t *testing.T) {
 	path := filepath.Join("..", "docs", "reference", "faults.md")
 	want, err := faultsReference()
 	require.NoError(t, err)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
-		return
-	}
-	got, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./chaos -run TestReferenceListsTheFaults -update")
-	require.Equal(t, want, string(got), "docs/reference/faults.md differs from the fault registry: run go test ./chaos -run TestReferenceListsTheFaults -update")
+	golden.Check(t, path, want, *update, "go test ./chaos -run TestReferenceListsTheFaults -update")
 }
 
 // faultKinds name what a fault acts on, with what the page says of each.

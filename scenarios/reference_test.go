@@ -7,13 +7,13 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"unicode"
 
+	"github.com/converge-lab/converge/internal/golden"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,14 +27,7 @@ func TestReferenceDescribesTheScenarioFile(t *testing.T) {
 	path := filepath.Join("..", "docs", "reference", "scenario.md")
 	want, err := scenarioReference()
 	require.NoError(t, err)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
-		return
-	}
-	got, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./scenarios -run TestReferenceDescribesTheScenarioFile -update")
-	require.Equal(t, want, string(got), "docs/reference/scenario.md differs from the doc comments of the scenario types: run go test ./scenarios -run TestReferenceDescribesTheScenarioFile -update")
+	golden.Check(t, path, want, *update, "go test ./scenarios -run TestReferenceDescribesTheScenarioFile -update")
 }
 
 // module is this module's path: imports under it are read from source,

@@ -147,6 +147,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	}
 	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory()}
 	r.hotLoopN = r.spinBound()
+	r.createN = max(createsWithoutEnd, createsPerObject*r.s.ObjectCount())
 	defer watchPanics(r.hist)()
 	if err := r.run(ctx); err != nil {
 		res.Error = err.Error()
@@ -199,6 +200,7 @@ type run struct {
 	paceN    int
 	hotLoopN int // see hotLoop
 	created  int // objects the controller created, its bookkeeping aside
+	createN  int // see createsWithoutEnd
 	// failed is the first step of the harness that failed during the run
 	// (see fail).
 	failed atomic.Pointer[error]
@@ -257,7 +259,7 @@ func (r *run) pace(q reports.Request) {
 	if q.Verb == "create" && check.SuccessfulWrite(q) {
 		r.created++
 	}
-	creates := r.created == max(createsWithoutEnd, createsPerObject*r.s.ObjectCount())
+	creates := r.created == r.createN
 	r.paceMu.Unlock()
 	r.checkLimit()
 	switch {

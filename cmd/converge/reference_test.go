@@ -5,14 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/converge-lab/converge/internal/golden"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated page docs/reference/cli.md")
@@ -24,14 +23,7 @@ var update = flag.Bool("update", false, "rewrite the generated page docs/referen
 func TestReferenceDescribesTheCLI(t *testing.T) {
 	path := filepath.Join("..", "..", "docs", "reference", "cli.md")
 	want := cliReference(rootCommand(context.Background(), io.Discard, io.Discard))
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
-		return
-	}
-	got, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./cmd/converge -run TestReferenceDescribesTheCLI -update")
-	require.Equal(t, want, string(got), "docs/reference/cli.md differs from the command tree: run go test ./cmd/converge -run TestReferenceDescribesTheCLI -update")
+	golden.Check(t, path, want, *update, "go test ./cmd/converge -run TestReferenceDescribesTheCLI -update")
 }
 
 // machineDefaults are the flag defaults that depend on the machine the

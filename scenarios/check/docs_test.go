@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-lab/converge/internal/golden"
 	"github.com/converge-lab/converge/scenarios/check"
 )
 
@@ -26,11 +27,7 @@ func TestGuideListsTheChecks(t *testing.T) {
 	i, j := strings.Index(doc, begin), strings.Index(doc, end)
 	require.True(t, i >= 0 && j > i, "docs/guide.md has the markers of the generated list")
 	want := doc[:i+len(begin)] + check.Markdown() + doc[j:]
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
-		return
-	}
-	require.Equal(t, want, doc, "docs/guide.md's list of checks differs from check.All: run go test ./scenarios/check -update")
+	golden.Check(t, path, want, *update, "go test ./scenarios/check -update")
 }
 
 // Every check says what it catches and what it reads, under a name of

@@ -153,6 +153,10 @@ func (c *Compiled) goalHolds(w *Seen) (bool, string) {
 		} else if len(objs) == 0 {
 			return false, fmt.Sprintf("goal.objects[%d]: no %s yet", i, what)
 		}
+		var objects map[string]any // what an across condition reads, once per poll
+		if e.expr != nil && e.expr.Across() {
+			objects = w.ByKind(e.kinds)
+		}
 		for _, u := range objs {
 			if e.Match != nil {
 				if ms := expect.Match(e.Match, u.Object); len(ms) > 0 {
@@ -163,7 +167,7 @@ func (c *Compiled) goalHolds(w *Seen) (bool, string) {
 				var held bool
 				var err error
 				if e.expr.Across() {
-					held, err = e.expr.EvalAcross(u.Object, w.ByKind(e.kinds))
+					held, err = e.expr.EvalAcross(u.Object, objects)
 				} else {
 					held, err = e.expr.Eval(u.Object, nil)
 				}
