@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
@@ -147,6 +148,14 @@ type Instance struct {
 	Client kubernetes.Interface
 	// Dynamic is a dynamic client on Config.
 	Dynamic dynamic.Interface
+	// CacheTransform lets the harness see what the controller's informers
+	// hold, to find a controller that modifies a cached object
+	// (no-cache-mutation). Give it to the informers as their last
+	// transform: informers.WithTransform(in.CacheTransform) on a factory,
+	// or SetTransform on an informer; it returns the object as it is.
+	// Manager does this for its cache. On the fake backend's typed client
+	// the harness sees watch events without it.
+	CacheTransform cache.TransformFunc
 	// LeaderElection is set when the scenario runs more than one instance.
 	LeaderElection *LeaderElection
 	// Settings are the scenario's controller settings, as written.

@@ -65,7 +65,7 @@ func (r *run) startInstance(ctx context.Context) error {
 		return err
 	}
 	in := Instance{Index: idx, Identity: fmt.Sprintf("instance-%d", idx), Namespace: r.env.Namespace,
-		Settings: maps.Clone(r.s.Controller.Settings), Log: r.opts.Log, Recorder: r.hist}
+		Settings: maps.Clone(r.s.Controller.Settings), Log: r.opts.Log, Recorder: r.hist, CacheTransform: r.caches.transform(idx)}
 	if err := r.clients(&in, inj); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -113,6 +114,7 @@ func (m Manager) New(in Instance) (Runner, error) {
 	if m.Options != nil {
 		m.Options(&opts)
 	}
+	watchCache(&opts.Cache, in.CacheTransform)
 	mgr, err := manager.New(in.Config, opts)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
@@ -123,6 +125,47 @@ func (m Manager) New(in Instance) (Runner, error) {
 	r := &managerRunner{mgr: mgr, leading: in.LeaderElection == nil}
 	r.base = gather()
 	return r, nil
+}
+
+// watchCache makes track the last transform of every object the cache
+// holds, after the controller's own.
+func watchCache(opts *cache.Options, track toolscache.TransformFunc) {
+	if track == nil {
+		return
+	}
+	then := func(first toolscache.TransformFunc) toolscache.TransformFunc {
+		if first == nil {
+			return track
+		}
+		return func(obj any) (any, error) {
+			obj, err := first(obj)
+			if err != nil {
+				return obj, err
+			}
+			return track(obj)
+		}
+	}
+	// A namespace's or an object's own transform replaces the default, so
+	// each is wrapped; one left nil takes the wrapped default.
+	for obj, by := range opts.ByObject {
+		if by.Transform != nil {
+			by.Transform = then(by.Transform)
+			opts.ByObject[obj] = by
+		}
+		for ns, c := range by.Namespaces {
+			if c.Transform != nil {
+				c.Transform = then(c.Transform)
+				by.Namespaces[ns] = c
+			}
+		}
+	}
+	for ns, c := range opts.DefaultNamespaces {
+		if c.Transform != nil {
+			c.Transform = then(c.Transform)
+			opts.DefaultNamespaces[ns] = c
+		}
+	}
+	opts.DefaultTransform = then(opts.DefaultTransform)
 }
 
 type managerRunner struct {

@@ -30,7 +30,10 @@ const (
 	InvCleanShutdown = check.CleanShutdown
 	InvSingleWriter  = check.OneWriterAtATime
 	InvNoHotLoop     = check.NoHotLoop
-	InvNoForbidden   = check.NoForbiddenRequest
+	// InvNoCacheMutation breaks when the controller modifies an object
+	// its informer's cache holds.
+	InvNoCacheMutation = check.NoCacheMutation
+	InvNoForbidden     = check.NoForbiddenRequest
 	// InvWritesAllowed is judged when the scenario has write rules.
 	InvWritesAllowed = check.WritesAllowed
 	// InvRuleError breaks when an invariant's rule cannot be evaluated
@@ -83,6 +86,9 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 					continue
 				}
 				r.fakeAction(idx, a, seen, nil, err)
+				if err == nil && w != nil {
+					w = r.caches.trackWatch(idx, w)
+				}
 				return true, w, err
 			}
 			return false, nil, nil

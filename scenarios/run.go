@@ -146,6 +146,7 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 		return res
 	}
 	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory()}
+	r.caches = newCaches(r)
 	r.hotLoopN = r.spinBound()
 	r.createN = max(createsWithoutEnd, createsPerObject*r.s.ObjectCount())
 	defer watchPanics(r.hist)()
@@ -168,6 +169,8 @@ type run struct {
 	opts Options
 	res  *reports.Result
 	hist *history
+	// caches watches what the controller's informers hold.
+	caches *caches
 	// compiled are the scenario's rules, for the goal.
 	compiled *check.Compiled
 
@@ -261,6 +264,9 @@ func (r *run) pace(q reports.Request) {
 	}
 	creates := r.created == r.createN
 	r.paceMu.Unlock()
+	if check.IsWrite(q.Verb) {
+		r.caches.wrote(q.Instance, q)
+	}
 	r.checkLimit()
 	switch {
 	case spins:
@@ -388,6 +394,7 @@ func (r *run) run(ctx context.Context) error {
 	shutdown := sync.OnceFunc(func() {
 		cpCancel()
 		r.stopInstances()
+		r.caches.sweep()
 		r.wg.Wait()
 		r.mu.Lock()
 		injectors := r.injectors

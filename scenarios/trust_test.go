@@ -11,7 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
@@ -203,4 +208,194 @@ func TestInterferenceSetsAnyValue(t *testing.T) {
 	s := *base
 	s.World.Interference = []scenarios.Interference{{Every: scenarios.Duration(time.Second), Select: deployments, Set: &scenarios.SetField{Path: "spec.replicas"}}}
 	assert.ErrorContains(t, s.Validate(), "give a value, or remove: true")
+}
+
+// labeller labels every ConfigMap seen=yes, through an informer, the way
+// its options say: on the typed client or one built on the config, on a
+// copy or on the cached object itself, with or without the harness's
+// cache transform and a transform of its own that strips managed fields
+// in place (as many controllers do).
+type labeller struct {
+	inPlace, viaConfig, tracked bool
+}
+
+func (labeller) Name() string { return "labeller" }
+
+func (l labeller) New(in scenarios.Instance) (scenarios.Runner, error) {
+	client := in.Client
+	if l.viaConfig {
+		var err error
+		if client, err = kubernetes.NewForConfig(in.Config); err != nil {
+			return nil, err
+		}
+	}
+	strip := func(obj any) (any, error) {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	}
+	transform := cache.TransformFunc(strip)
+	if l.tracked {
+		transform = func(obj any) (any, error) {
+			obj, _ = strip(obj)
+			return in.CacheTransform(obj)
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(in.Namespace), informers.WithTransform(transform))
+	cms := factory.Core().V1().ConfigMaps()
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	enqueue := func(obj any) {
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			queue.Add(key)
+		}
+	}
+	if _, err := cms.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }}); err != nil {
+		return nil, err
+	}
+	sync := func(ctx context.Context, key string) error {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		cm, err := cms.Lister().ConfigMaps(ns).Get(name)
+		if err != nil || cm.Labels["seen"] == "yes" {
+			return nil
+		}
+		if !l.inPlace {
+			cm = cm.DeepCopy()
+		}
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		cm.Labels["seen"] = "yes"
+		_, err = client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	}
+	return runnerFunc(func(ctx context.Context) error {
+		defer queue.ShutDown()
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		if !cache.WaitForCacheSync(ctx.Done(), cms.Informer().HasSynced) {
+			return nil
+		}
+		go func() {
+			<-ctx.Done()
+			queue.ShutDown()
+		}()
+		for {
+			key, quit := queue.Get()
+			if quit {
+				return nil
+			}
+			if err := sync(ctx, key); err != nil {
+				queue.AddRateLimited(key)
+			} else {
+				queue.Forget(key)
+			}
+			queue.Done(key)
+		}
+	}), nil
+}
+
+// A controller that modifies what its informer's cache holds is a
+// finding that names the object and the fields, seen on the typed client
+// of the fake backend and through the cache transform on the config; the
+// same controller working on a copy, with a transform of its own that
+// strips fields in place, is not.
+func TestCacheMutationIsAFinding(t *testing.T) {
+	s, err := scenarios.Parse("labels.yaml", []byte(`
+name: labels
+catches: a controller that labels what its cache holds
+objects:
+  - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
+  - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}
+  - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}
+world:
+  # Taking the label off again brings each ConfigMap back by a watch
+  # event, after the LIST that brought it first.
+  interference:
+    - every: 5s
+      count: 3
+      select: {apiVersion: v1, kind: ConfigMap}
+      set: {path: metadata.labels.seen, remove: true}
+goal:
+  objects:
+    - select: {apiVersion: v1, kind: ConfigMap, labels: seen=yes}
+      count: 3
+timing: {deadline: 1m, settle: 5s}
+`))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		c      labeller
+		caught bool
+	}{
+		{"typed client, on a copy", labeller{}, false},
+		{"typed client, tracked, on a copy", labeller{tracked: true}, false},
+		{"config, tracked, on a copy", labeller{viaConfig: true, tracked: true}, false},
+		{"typed client, in place", labeller{inPlace: true}, true},
+		{"config, tracked, in place", labeller{inPlace: true, viaConfig: true, tracked: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 5; seed++ {
+				synctest.Test(t, func(t *testing.T) {
+					res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: seed, Controller: tc.c})
+					require.Empty(t, res.Error)
+					i := slices.IndexFunc(res.Findings, func(f reports.Finding) bool { return f.Check == scenarios.InvNoCacheMutation })
+					if !tc.caught {
+						assert.True(t, res.Pass, "seed %d: %v", seed, res.Reasons)
+						assert.Less(t, i, 0, "seed %d", seed)
+						return
+					}
+					require.GreaterOrEqual(t, i, 0, "seed %d: %v", seed, res.Reasons)
+					f := res.Findings[i]
+					assert.Equal(t, "ConfigMap", f.Subject.Kind)
+					assert.Contains(t, f.Detail, `metadata.labels.seen set to yes`)
+					assert.Contains(t, f.Detail, "Seen as it sent update configmaps "+f.Subject.Name)
+					assert.False(t, res.Pass)
+				})
+			}
+		})
+	}
+}
+
+// A fault profile's fault that matches no request of the controller says
+// the profile does not apply to it (Result.Inapplicable), not that the
+// run proves nothing (Result.Unfired): the labeller under the conflicts
+// profile, with nothing left to label, never updates.
+func TestProfileFaultsThatMatchNothingAreInapplicable(t *testing.T) {
+	profiles, err := scenarios.FaultProfiles()
+	require.NoError(t, err)
+	i := slices.IndexFunc(profiles, func(p *scenarios.Scenario) bool { return p.Name == "conflicts" })
+	require.GreaterOrEqual(t, i, 0)
+	for _, tc := range []struct {
+		label        string
+		inapplicable bool
+	}{{"yes", true}, {"no", false}} {
+		t.Run("seen="+tc.label, func(t *testing.T) {
+			s, err := scenarios.Parse("labels.yaml", []byte(`
+name: labels
+catches: a ConfigMap left unlabelled
+objects:
+  - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: a, labels: {seen: "`+tc.label+`"}}}
+goal:
+  objects:
+    - select: {apiVersion: v1, kind: ConfigMap, labels: seen=yes}
+      count: 1
+timing: {deadline: 1m, settle: 5s}
+`))
+			require.NoError(t, err)
+			under, err := s.Under(profiles[i])
+			require.NoError(t, err)
+			synctest.Test(t, func(t *testing.T) {
+				res := scenarios.Run(t.Context(), under, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: labeller{}})
+				require.Empty(t, res.Error)
+				assert.True(t, res.Pass, "%v", res.Reasons)
+				assert.Empty(t, res.Unfired)
+				if tc.inapplicable {
+					assert.Equal(t, []string{"fault 0 (conflict)"}, res.Inapplicable)
+				} else {
+					assert.Empty(t, res.Inapplicable)
+				}
+			})
+		})
+	}
 }

@@ -48,6 +48,7 @@ func exploredControllers(t *testing.T) []explored {
 			"no-cache-sync": "late-start", "done-skipped": "baseline", "blind-write": "flapping-readiness",
 			"hot-loop": "baseline", "tombstone-panic": "tombstone", "retry-no-backoff": "baseline", "no-cooldown": "baseline",
 			"deployments-only": "flapping-readiness", "split-write": "baseline", "list-per-reconcile": "flapping-readiness",
+			"cache-mutation": "baseline",
 		},
 		missed: map[string]string{
 			"gives-up": "in every world pods become ready, so the key it dropped is enqueued again by the next pod event, and the " +
@@ -67,7 +68,8 @@ func exploredControllers(t *testing.T) []explored {
 	foundIn := map[string]map[string]string{
 		"webapp": {"stale-status": "webapp", "finalizer-early": "teardown", "no-owner": "webapp", "requeue-storm": "webapp",
 			"ignore-conflict": "webapp"},
-		"mirror": {"no-source-watch": "mirror", "orphan-targets": "mirror", "stale-status": "mirror", "tombstone-panic": "target-deleted"},
+		"mirror": {"no-source-watch": "mirror", "orphan-targets": "mirror", "stale-status": "mirror", "tombstone-panic": "target-deleted",
+			"status-from-cache": "mirror"},
 	}
 	missed := map[string]map[string]string{
 		"mirror": {"retry-no-backoff": "its retries are paced by the client's rate limit, not a spin, so only an error that " +

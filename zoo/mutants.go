@@ -132,6 +132,11 @@ func Mutants() []Mutant {
 			p.ready = readyFromServer
 			return p
 		}},
+		{Name: "cache-mutation", Bug: "scales the Deployment the lister returned, in place, and updates it: the informer's cache holds replicas the server never accepted when the update fails", p: func() pieces {
+			p := correct()
+			p.write = updateCached
+			return p
+		}},
 		{Name: "no-release", Bug: "leader election without ReleaseOnCancel: a successor waits out the Lease", p: func() pieces {
 			p := correct()
 			p.releaseOnCancel = false
@@ -189,6 +194,24 @@ func blindUpdate(k *kit, ctx context.Context, d *appsv1.Deployment, target int32
 	_, err := k.client.AppsV1().Deployments(d.Namespace).Update(ctx, cp, metav1.UpdateOptions{})
 	if err == nil {
 		k.based.Store(d.Namespace+"/"+d.Name, d.ResourceVersion)
+	}
+	return err
+}
+
+// updateCached is patchReplicas written on the cached object: no copy.
+func updateCached(k *kit, ctx context.Context, d *appsv1.Deployment, target int32) error {
+	d.Spec.Replicas = &target
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[controller.AnnotationLastScale] = time.Now().UTC().Format(time.RFC3339Nano)
+	rv := d.ResourceVersion
+	_, err := k.client.AppsV1().Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		k.based.Store(d.Namespace+"/"+d.Name, rv)
 	}
 	return err
 }

@@ -26,6 +26,10 @@ const (
 	// *corev1.ConfigMap and panics on a cache.DeletedFinalStateUnknown,
 	// which an informer delivers when it learns of a delete from a relist.
 	BugTombstonePanic Bug = "tombstone-panic"
+	// BugStatusFromCache: the status is set on the Mirror the lister
+	// returned, not on a copy: the informer's cache then holds a status
+	// the server may never accept, and every reader of it is misled.
+	BugStatusFromCache Bug = "status-from-cache"
 )
 
 // BugInfo describes a Bug.
@@ -42,5 +46,6 @@ func Bugs() []BugInfo {
 		{BugStaleStatus, "status counts attempted target writes as synced: Synced=True while a write failed"},
 		{BugRetryNoBackoff, "failed keys are re-added without rate limiting: a hot retry loop under errors"},
 		{BugTombstonePanic, "the ConfigMap delete handler panics on a DeletedFinalStateUnknown tombstone"},
+		{BugStatusFromCache, "the status is written on the Mirror the informer's cache holds instead of a copy"},
 	}
 }

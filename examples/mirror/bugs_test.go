@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -26,11 +27,12 @@ type exposer func(t *testing.T, bug mirror.Bug) (symptom string)
 
 // exposers hold a scenario per bug; every bug must have one.
 var exposers = map[mirror.Bug]exposer{
-	mirror.BugNoSourceWatch:  exposeNoSourceWatch,
-	mirror.BugOrphanTargets:  exposeOrphanTargets,
-	mirror.BugStaleStatus:    exposeStaleStatus,
-	mirror.BugRetryNoBackoff: exposeRetryNoBackoff,
-	mirror.BugTombstonePanic: exposeTombstonePanic,
+	mirror.BugNoSourceWatch:   exposeNoSourceWatch,
+	mirror.BugOrphanTargets:   exposeOrphanTargets,
+	mirror.BugStaleStatus:     exposeStaleStatus,
+	mirror.BugRetryNoBackoff:  exposeRetryNoBackoff,
+	mirror.BugTombstonePanic:  exposeTombstonePanic,
+	mirror.BugStatusFromCache: exposeStatusFromCache,
 }
 
 // TestEachBugIsExposed runs each bug's scenario twice: the correct
@@ -159,6 +161,38 @@ func exposeTombstonePanic(t *testing.T, bug mirror.Bug) string {
 		return fmt.Sprintf("the delete handler panicked: %v", panics[0])
 	case !recreated:
 		return "copy-a was not recreated a minute after its delete"
+	}
+	return ""
+}
+
+// exposeStatusFromCache keeps a copy of each Mirror as the informers store
+// it (their transform) and, once the status has followed a change of the
+// source, looks for one that no longer equals its copy.
+func exposeStatusFromCache(t *testing.T, bug mirror.Bug) string {
+	var mu sync.Mutex
+	type stored struct{ obj, copy *v1alpha1.Mirror }
+	var seen []stored
+	keep := func(obj any) (any, error) {
+		if m, ok := obj.(*v1alpha1.Mirror); ok {
+			mu.Lock()
+			seen = append(seen, stored{m, m.DeepCopy()})
+			mu.Unlock()
+		}
+		return obj, nil
+	}
+	e := start(t)
+	inst := e.run(mirror.Config{Bug: bug, CacheTransform: keep})
+	src := e.createConfigMap("settings", blue)
+	e.createMirror("m", "settings", "copy-a", "copy-b")
+	e.waitFor("the status reports the targets", e.reports("m", src.ResourceVersion, 2, metav1.ConditionTrue, v1alpha1.ReasonSynced))
+	e.idle(inst)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range seen {
+		if !reflect.DeepEqual(s.obj.Status, s.copy.Status) {
+			return fmt.Sprintf("the Mirror %s at resourceVersion %s changed in the informer's cache: status.syncedTargets %d, was %d",
+				s.obj.Name, s.obj.ResourceVersion, s.obj.Status.SyncedTargets, s.copy.Status.SyncedTargets)
+		}
 	}
 	return ""
 }

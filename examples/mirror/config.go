@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Defaults of Config.
@@ -32,6 +33,9 @@ type Config struct {
 	LeaderElection *LeaderElection
 	// Bug plants one of the bugs Bugs lists. Empty means none.
 	Bug Bug
+	// CacheTransform is every informer's transform (a test harness's
+	// view of the caches). Nil means none.
+	CacheTransform cache.TransformFunc
 }
 
 // LeaderElection configures leader election on a coordination.k8s.io Lease,

@@ -65,8 +65,10 @@ func New(cfg Config, kube kubernetes.Interface, mirrors versioned.Interface) (*C
 
 	// No resync: every change arrives as an event, and a missed link
 	// between events and keys shows as a bug instead of being papered over.
-	c.kubeInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(cfg.Namespace))
-	c.mirrorInformers = mirrorinformers.NewSharedInformerFactoryWithOptions(mirrors, 0, mirrorinformers.WithNamespace(cfg.Namespace))
+	c.kubeInformers = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(cfg.Namespace),
+		kubeinformers.WithTransform(cfg.CacheTransform))
+	c.mirrorInformers = mirrorinformers.NewSharedInformerFactoryWithOptions(mirrors, 0, mirrorinformers.WithNamespace(cfg.Namespace),
+		mirrorinformers.WithTransform(cfg.CacheTransform))
 	mirrorInformer := c.mirrorInformers.Examples().V1alpha1().Mirrors()
 	configMapInformer := c.kubeInformers.Core().V1().ConfigMaps()
 	c.mirrorLister = mirrorInformer.Lister()

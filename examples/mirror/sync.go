@@ -194,6 +194,9 @@ func (c *Controller) updateStatus(ctx context.Context, m *v1alpha1.Mirror, out o
 		return nil
 	}
 	update := fresh.DeepCopy()
+	if c.cfg.Bug == BugStatusFromCache {
+		update = fresh // the bug: the cache's own object
+	}
 	update.Status = status
 	if _, err := c.mirrors.ExamplesV1alpha1().Mirrors(m.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating status: %w", err)

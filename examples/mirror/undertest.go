@@ -70,7 +70,7 @@ func (u UnderTest) New(in scenarios.Instance) (scenarios.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{Namespace: in.Namespace, Bug: u.Bug}
+	cfg := Config{Namespace: in.Namespace, Bug: u.Bug, CacheTransform: in.CacheTransform}
 	if le := in.LeaderElection; le != nil {
 		cfg.LeaderElection = &LeaderElection{Namespace: le.Namespace, Name: le.Name, Identity: le.Identity,
 			LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod}

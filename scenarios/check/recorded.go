@@ -5,9 +5,10 @@ import "github.com/converge-lab/converge/reports"
 // The checks a run records as it happens (History.Recorded), for Judge to
 // keep: what they catch cannot be seen in the history afterwards.
 const (
-	NoPanic       = "no-panic"
-	CleanShutdown = "clean-shutdown"
-	NoHotLoop     = "no-hot-loop"
+	NoPanic         = "no-panic"
+	CleanShutdown   = "clean-shutdown"
+	NoHotLoop       = "no-hot-loop"
+	NoCacheMutation = "no-cache-mutation"
 )
 
 func noPanic() Check {
@@ -39,5 +40,13 @@ func harness() Check {
 		Name: reports.CheckHarness, Kind: reports.KindHarness,
 		Catches: "a run the harness could not carry out: a bad scenario, a backend that did not start, a panic in the harness, a run past its wall-clock limit. It is no verdict on the controller.",
 		Reads:   "the result's error",
+	}
+}
+
+func noCacheMutation() Check {
+	return Check{
+		Name: NoCacheMutation, Kind: reports.KindInvariant, Invariant: true,
+		Catches: "a controller that modifies an object its informer's cache holds (a write built on the cached object instead of a copy): which object, which fields, and the write that carried it when there is one. Seen for a controller in process: through Instance.CacheTransform (Manager passes it; a client-go controller gives it to its informers), and on the fake backend's typed client as watch events reach its informers.",
+		Reads:   "History.Recorded: the harness records it as it happens",
 	}
 }
