@@ -25,6 +25,12 @@ type Spec struct {
 	Code int `json:"code,omitempty"`
 	// Delay for latency and watch-delay.
 	Delay time.Duration `json:"delay,omitempty"`
+	// Profile names the fault profile the fault came from, when a
+	// scenario runs under one: a profile's fault that matches no request
+	// of the controller says the profile does not apply to it, where a
+	// scenario's own fault that never fires says the scenario proves
+	// nothing.
+	Profile string `json:"profile,omitempty"`
 }
 
 // The faults' names, as a Spec and a scenario file write them: code that

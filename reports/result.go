@@ -78,6 +78,10 @@ type Result struct {
 	// selected nothing, or read only missing fields): the run proves
 	// nothing about them. It does not fail the run; it fails the test.
 	Unfired []string `json:"unfired,omitempty"`
+	// Inapplicable names the fault profile's faults (Spec.Profile) that
+	// matched no request of the controller: the profile does not apply to
+	// it, and a test whose profile's faults are all here is skipped.
+	Inapplicable []string `json:"inapplicable,omitempty"`
 	// Notes are what the harness noticed that may explain a failure
 	// without being part of the verdict, such as a slow control plane.
 	Notes []string `json:"notes,omitempty"`

@@ -32,7 +32,11 @@ func (s *Scenario) Under(p *Scenario) (*Scenario, error) {
 	out.Name = s.Name + "-" + p.Name
 	out.Description = p.Description
 	out.Catches = p.Catches
-	out.Faults = slices.Concat(s.Faults, p.Faults)
+	out.Faults = slices.Clone(s.Faults)
+	for _, f := range p.Faults {
+		f.Profile = p.Name
+		out.Faults = append(out.Faults, f)
+	}
 	out.Backends = nil
 	for _, b := range s.RunsOnBackends() {
 		if p.RunsOn(b) {

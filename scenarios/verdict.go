@@ -56,7 +56,7 @@ func conclude(s *Scenario, res *reports.Result, judgeChecks []string, needed map
 		}
 	}
 	res.Converged, res.TimeToConverge = v.Converged, reports.Duration(v.TimeToConverge)
-	res.Counters, res.Unfired = v.Counters, v.Unfired
+	res.Counters, res.Unfired, res.Inapplicable = v.Counters, v.Unfired, v.Inapplicable
 	res.Reasons = reports.Sentences(res.Findings, res.History.Start.Round(0))
 	res.Pass = len(res.Reasons) == 0 && res.Converged
 	return v, nil

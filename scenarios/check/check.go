@@ -54,6 +54,7 @@ func All() []Check {
 		cleanShutdown(),
 		oneWriterAtATime(),
 		noHotLoop(),
+		noCacheMutation(),
 		noForbiddenRequest(),
 		writesAllowed(),
 		invariantEvaluates(),
@@ -209,6 +210,9 @@ type Verdict struct {
 	// Unfired names the scenario's faults that never fired and its
 	// invariants and write rules that could not fail (no-vacuous-check).
 	Unfired []string
+	// Inapplicable names the fault profile's faults that matched no
+	// request of the controller.
+	Inapplicable []string
 }
 
 // Judge judges h under c. needed is what the controller's own judge said
