@@ -195,6 +195,12 @@ func (s *store) collect(ctx context.Context, uid types.UID) {
 				continue
 			}
 			m, _ := meta.Accessor(obj)
+			if s.solidOwner(m.GetOwnerReferences(), uid) {
+				// Another owner keeps it: only the reference goes, as
+				// the real collector does.
+				s.dropOwner(ctx, d, uid, false)
+				continue
+			}
 			if refBlocks(m.GetOwnerReferences(), uid) {
 				blocking++
 			}
@@ -249,6 +255,17 @@ func (s *store) dropOwner(ctx context.Context, d objRef, uid types.UID, del bool
 	om, _ := meta.Accessor(out)
 	om.SetOwnerReferences(rest)
 	_, _ = s.updateLocked(ctx, r, d.key.ns, out, "", m.GetResourceVersion(), writeOptions{manager: "kube-controller-manager"})
+}
+
+// solidOwner: one of refs other than uid exists and is not itself
+// waiting for its dependents (foreground deletion). Callers hold s.mu.
+func (s *store) solidOwner(refs []metav1.OwnerReference, uid types.UID) bool {
+	for _, r := range refs {
+		if _, ok := s.owners.byUID[r.UID]; ok && r.UID != uid && !s.ownerTerminating(r.UID) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *store) anyOwnerExists(refs []metav1.OwnerReference) bool {

@@ -3,9 +3,13 @@
 // simulated Nodes everywhere (pods move to Running and turn ready as a
 // readiness Model says; graceful deletion is honoured), the scheduler where
 // nothing schedules (fake, envtest: pending pods are bound through the
-// binding subresource), and the Deployment controller where none runs
-// (fake: pods kept equal to replicas, owner references, newest deleted
-// first, status written, pods of a deleted Deployment removed).
+// binding subresource), and the Deployment and ReplicaSet controllers where
+// none runs (fake: pods kept equal to replicas, newest deleted first, a
+// changed template rolled out within maxSurge and maxUnavailable, a paused
+// Deployment scaled but not rolled, orphans its selector matches adopted,
+// status and its Available and Progressing conditions written as
+// kube-controller-manager writes them). The store's garbage collector
+// removes the pods of a deleted Deployment as its propagation policy says.
 //
 // It acts through the client it is given (the backend's unfaulted
 // observer), reads through informers, and takes time from its clock, so it
@@ -15,17 +19,43 @@
 // simulated Node only if its template carries Placement's toleration and
 // node selector; KeepNodesAlive keeps the Nodes Ready there.
 //
-// What it does not do: no ReplicaSets on fake (pods are owned by their
-// Deployment directly), no rolling updates (a template change does not
-// replace pods), no resource requests or node affinity in scheduling.
+// The fake world's Deployments are checked against kube-controller-manager
+// by a differential test (generated workloads: scaling, deletes with each
+// propagation policy, recreation under the same name, template changes,
+// pause and resume, pods deleted behind its back, orphans adopted), which
+// compares the settled state a controller can observe. Known differences,
+// each kept out of that comparison on purpose:
+//   - no ReplicaSets on fake: pods are owned by their Deployment directly
+//     (the test follows a pod's owners to its Deployment on both sides), so
+//     no revision history, rollback or deployment.kubernetes.io/revision
+//     annotation; pods left by an orphaning delete are the pods alive at
+//     that instant and nothing keeps their count, where a real orphaned
+//     ReplicaSet keeps its replicas (the test orphans settled Deployments);
+//   - a paused Deployment scales on the template of its newest pod or the
+//     template it last rolled out, where the real one scales its
+//     ReplicaSets proportionally;
+//   - the rollout is a simplified rolling update: within maxSurge and
+//     maxUnavailable, unready old pods first, but not the real controller's
+//     exact sequence of steps; intermediate states differ, the end does not;
+//   - pod names end in a count (the store's generated names) after the
+//     template hash, not random letters; the hash is not the real one.
+//
+// What it does not do: no resource requests or node affinity in
+// scheduling; no ReplicaSets, StatefulSets, DaemonSets or Jobs of their
+// own (a ReplicaSet created on fake gets no pods).
 package world
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,7 +65,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -122,6 +155,14 @@ type World struct {
 	// reads them rather than every Node's pods on each bind.
 	placed map[string]int
 	nodeOf map[string]string
+	// rolled is the template each Deployment (by UID) last rolled out,
+	// as its newest ReplicaSet holds it: what it scales while paused.
+	rolled map[types.UID]rolled
+}
+
+type rolled struct {
+	template *corev1.PodTemplateSpec
+	hash     string
 }
 
 // pending are the pods the world created or deleted for one Deployment
@@ -140,7 +181,10 @@ type key struct {
 
 const (
 	podsByNode       = "converge.dev/pods-by-node"
-	podsByDeployment = "converge.dev/pods-by-deployment" // the controlling Deployment's name
+	podsByDeployment = "converge.dev/pods-by-deployment" // the controlling Deployment's name, or orphan
+	// orphan files the pods without a controller: no Deployment's name
+	// (it is no DNS label), for adopt.
+	orphan = "<orphan>"
 )
 
 // New validates cfg and prepares a world; it starts nothing.
@@ -170,7 +214,7 @@ func New(cfg Config) (*World, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	w := &World{cfg: cfg, clock: cfg.Clock, placed: map[string]int{}, nodeOf: map[string]string{}}
+	w := &World{cfg: cfg, clock: cfg.Clock, placed: map[string]int{}, nodeOf: map[string]string{}, rolled: map[types.UID]rolled{}}
 	w.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithNamespace(cfg.Namespace))
 	podInformer := w.factory.Core().V1().Pods()
 	w.pods = podInformer.Lister()
@@ -183,7 +227,11 @@ func New(cfg Config) (*World, error) {
 		},
 		podsByDeployment: func(obj any) ([]string, error) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				if owner := metav1.GetControllerOf(p); owner != nil && owner.Kind == "Deployment" {
+				owner := metav1.GetControllerOf(p)
+				switch {
+				case owner == nil:
+					return []string{orphan}, nil
+				case owner.Kind == "Deployment":
 					return []string{owner.Name}, nil
 				}
 			}
@@ -321,6 +369,9 @@ func (w *World) podChanged(obj any) {
 		}
 		w.mu.Unlock()
 		w.queue.Add(key{"deployment", owner.Name})
+	} else if owner == nil && w.cfg.Deployments {
+		// An orphan: a Deployment whose selector matches adopts it.
+		w.enqueueSelecting(p)
 	}
 	// Capacity-limited readiness depends on the other pods of the node.
 	if w.cfg.Readiness.Kind == CapacityLimited && p.Spec.NodeName != "" {
@@ -329,6 +380,19 @@ func (w *World) podChanged(obj any) {
 			if op, ok := o.(*corev1.Pod); ok && op.Name != p.Name {
 				w.queue.Add(key{"pod", op.Name})
 			}
+		}
+	}
+}
+
+// enqueueSelecting queues the Deployments whose selector matches p.
+func (w *World) enqueueSelecting(p *corev1.Pod) {
+	deps, err := w.deployments.Deployments(w.cfg.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, d := range deps {
+		if s, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && !s.Empty() && s.Matches(labels.Set(p.Labels)) {
+			w.queue.Add(key{"deployment", d.Name})
 		}
 	}
 }
@@ -636,39 +700,44 @@ func PodReady(p *corev1.Pod) bool {
 	return false
 }
 
-// syncDeployment plays the Deployment controller on fake.
+// syncDeployment plays the Deployment and ReplicaSet controllers on fake,
+// with pods owned by their Deployment directly: a pod runs the template
+// its pod-template-hash label names, a changed template rolls out within
+// maxSurge and maxUnavailable (or recreates, with that strategy), a paused
+// Deployment only scales, one being deleted only has its status written,
+// and the status is written as kube-controller-manager writes it.
 func (w *World) syncDeployment(ctx context.Context, name string) error {
 	d, err := w.deployments.Deployments(w.cfg.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
+		// Its pods are the garbage collector's (the store plays it), as
+		// the propagation policy says: an orphaning delete keeps them.
 		w.mu.Lock()
+		if e := w.pending[name]; e != nil {
+			delete(w.rolled, e.uid)
+		}
 		delete(w.pending, name)
 		w.mu.Unlock()
-		return w.collect(ctx, name)
+		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if d.DeletionTimestamp == nil {
+		if err := w.adopt(ctx, d); err != nil {
+			return err
+		}
 	}
 	all, err := w.podsOf(d.Name)
 	if err != nil {
 		return err
 	}
-	var active []*corev1.Pod
-	ready := int32(0)
+	exp := w.expectations(d)
 	seen := map[string]bool{}
 	for _, p := range all {
-		if owner := metav1.GetControllerOf(p); owner == nil || owner.UID != d.UID {
-			continue
-		}
-		seen[p.Name] = p.DeletionTimestamp == nil
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		active = append(active, p)
-		if PodReady(p) {
-			ready++
+		if owner := metav1.GetControllerOf(p); owner != nil && owner.UID == d.UID {
+			seen[p.Name] = p.DeletionTimestamp == nil
 		}
 	}
-	exp := w.expectations(d)
 	w.mu.Lock() // the pod handler notes what it sees (podChanged)
 	for n := range exp.created {
 		if _, inCache := seen[n]; inCache {
@@ -682,55 +751,45 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 	}
 	created, deleting := len(exp.created), maps.Clone(exp.deleted)
 	w.mu.Unlock()
-	expect := func(set map[string]bool, name string) {
-		w.mu.Lock()
-		set[name] = true
-		w.mu.Unlock()
-	}
-	want := ptr.Deref(d.Spec.Replicas, 1)
-	pods := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace)
-	if diff := int(want) - len(active) - created + len(deleting); diff > 0 {
-		for range diff {
-			p, err := pods.Create(ctx, podFor(d), metav1.CreateOptions{})
-			if err != nil {
-				return err
-			}
-			expect(exp.created, p.Name)
-		}
-	} else if diff < 0 {
-		active = slices.DeleteFunc(active, func(p *corev1.Pod) bool { return deleting[p.Name] })
-		// Newest first, as the ReplicaSet controller prefers.
-		slices.SortFunc(active, func(a, b *corev1.Pod) int {
-			if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
-				return c
-			}
-			return compareStrings(b.Name, a.Name)
-		})
-		n := min(-diff, len(active))
-		for _, p := range active[:n] {
-			if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			expect(exp.deleted, p.Name)
-		}
-		active = active[n:]
-		ready = 0
-		for _, p := range active {
-			if PodReady(p) {
-				ready++
-			}
+
+	hash := TemplateHash(&d.Spec.Template)
+	now := w.clock.Now()
+	minReady := time.Duration(d.Spec.MinReadySeconds) * time.Second
+	var set podSet
+	set.sort(all, d.UID, hash, deleting)
+	if d.DeletionTimestamp == nil {
+		if err := w.manage(ctx, d, hash, &set, created, exp); err != nil {
+			return err
 		}
 	}
 	status := appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation,
-		Replicas:           int32(len(active)),
-		UpdatedReplicas:    int32(len(active)),
-		ReadyReplicas:      ready,
-		AvailableReplicas:  ready,
-		// Pods created just now are not in the cache yet: the count
-		// converges on the next event.
-		UnavailableReplicas: max(0, want-ready),
+		ObservedGeneration:  d.Generation,
+		Replicas:            int32(len(set.cur) + len(set.old)),
+		UpdatedReplicas:     int32(len(set.cur)),
+		TerminatingReplicas: ptr.To(set.terminating),
+		CollisionCount:      d.Status.CollisionCount,
 	}
+	var nextAvailable time.Duration
+	for _, p := range slices.Concat(set.cur, set.old) {
+		if !PodReady(p) {
+			continue
+		}
+		status.ReadyReplicas++
+		if wait := readySince(p).Add(minReady).Sub(now); wait > 0 {
+			if nextAvailable == 0 || wait < nextAvailable {
+				nextAvailable = wait
+			}
+			continue
+		}
+		status.AvailableReplicas++
+	}
+	if nextAvailable > 0 {
+		w.queue.AddAfter(key{"deployment", d.Name}, nextAvailable)
+	}
+	// Pods created just now are not in the cache yet: they count as
+	// unavailable, as their ReplicaSet's replicas do.
+	status.UnavailableReplicas = max(0, status.Replicas+int32(created)-status.AvailableReplicas)
+	status.Conditions = w.conditions(d, &status, now)
 	if semantic.Equal(&d.Status, &status) {
 		return nil
 	}
@@ -738,6 +797,307 @@ func (w *World) syncDeployment(ctx context.Context, name string) error {
 	update.Status = status
 	_, err = w.cfg.Client.AppsV1().Deployments(w.cfg.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
 	return err
+}
+
+// podSet is a Deployment's pods: live ones on its current template (cur)
+// and on an older one (old), each newest first, and the count of those
+// being deleted.
+type podSet struct {
+	cur, old    []*corev1.Pod
+	terminating int32
+}
+
+// sort files the pods d (uid) controls; deleting are those the world has
+// deleted and the cache still shows alive.
+func (s *podSet) sort(all []*corev1.Pod, uid types.UID, hash string, deleting map[string]bool) {
+	for _, p := range all {
+		if owner := metav1.GetControllerOf(p); owner == nil || owner.UID != uid {
+			continue
+		}
+		switch {
+		case p.DeletionTimestamp != nil || deleting[p.Name]:
+			s.terminating++
+		case p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash:
+			s.cur = append(s.cur, p)
+		default:
+			s.old = append(s.old, p)
+		}
+	}
+	newestFirst := func(a, b *corev1.Pod) int {
+		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return compareStrings(b.Name, a.Name)
+	}
+	slices.SortFunc(s.cur, newestFirst)
+	slices.SortFunc(s.old, newestFirst)
+}
+
+// manage creates and deletes d's pods for one step of its rollout, and
+// leaves in set the live pods after it.
+func (w *World) manage(ctx context.Context, d *appsv1.Deployment, hash string, set *podSet, created int, exp *pending) error {
+	want := int(ptr.Deref(d.Spec.Replicas, 1))
+	pods := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace)
+	create := func(n int, t *corev1.PodTemplateSpec, hash string) error {
+		for range n {
+			p, err := pods.Create(ctx, podFor(d, t, hash), metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			w.mu.Lock()
+			exp.created[p.Name] = true
+			w.mu.Unlock()
+		}
+		return nil
+	}
+	del := func(from *[]*corev1.Pod, n int, pick func(*corev1.Pod) bool) error {
+		kept := (*from)[:0:0]
+		for _, p := range *from {
+			if n <= 0 || !pick(p) {
+				kept = append(kept, p)
+				continue
+			}
+			if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			w.mu.Lock()
+			exp.deleted[p.Name] = true
+			w.mu.Unlock()
+			set.terminating++
+			n--
+		}
+		*from = kept
+		return nil
+	}
+	anyPod := func(*corev1.Pod) bool { return true }
+	unready := func(p *corev1.Pod) bool { return !PodReady(p) }
+	live := len(set.cur) + len(set.old) + created
+
+	if !d.Spec.Paused {
+		w.mu.Lock()
+		w.rolled[d.UID] = rolled{d.Spec.Template.DeepCopy(), hash}
+		w.mu.Unlock()
+	}
+	switch {
+	case d.Spec.Paused || len(set.old) == 0:
+		// No rollout: scale. A paused Deployment's new pods are like its
+		// newest, or on the template it last rolled out (its ReplicaSets
+		// keep their templates), and none if it never rolled one out; the
+		// newest go first.
+		if diff := want - live; diff > 0 {
+			t, h := &d.Spec.Template, hash
+			if d.Spec.Paused {
+				w.mu.Lock()
+				last, ok := w.rolled[d.UID]
+				w.mu.Unlock()
+				t, h = last.template, last.hash
+				if newest := slices.Concat(set.cur, set.old); len(newest) > 0 {
+					t, h = templateOf(newest[0]), newest[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+				} else if !ok {
+					return nil
+				}
+			}
+			return create(diff, t, h)
+		} else if diff < 0 {
+			if err := del(&set.cur, -diff, anyPod); err != nil {
+				return err
+			}
+			return del(&set.old, len(set.cur)+len(set.old)+created-want, anyPod)
+		}
+		return nil
+	case d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
+		// Every old pod goes before a new one is made.
+		return del(&set.old, len(set.old), anyPod)
+	}
+	surge, unavailable := fenceposts(d, int32(want))
+	if n := min(want-len(set.cur)-created, want+int(surge)-live); n > 0 {
+		if err := create(n, &d.Spec.Template, hash); err != nil {
+			return err
+		}
+	}
+	if extra := len(set.cur) + created - want; extra > 0 {
+		if err := del(&set.cur, extra, anyPod); err != nil {
+			return err
+		}
+	}
+	// Old pods go as far as availability allows, unready ones first.
+	minAvailable := want - int(unavailable)
+	readyCur := 0
+	for _, p := range set.cur {
+		if PodReady(p) {
+			readyCur++
+		}
+	}
+	maxDown := len(set.old) + readyCur - minAvailable
+	before := len(set.old)
+	if err := del(&set.old, max(0, maxDown), unready); err != nil {
+		return err
+	}
+	ready := readyCur + len(set.old)
+	return del(&set.old, max(0, min(maxDown-(before-len(set.old)), ready-minAvailable)), anyPod)
+}
+
+// fenceposts are d's maxSurge and maxUnavailable for want replicas, with
+// the API server's defaults (25% each), as the Deployment controller
+// resolves them.
+func fenceposts(d *appsv1.Deployment, want int32) (surge, unavailable int32) {
+	quarter := intstr.FromString("25%")
+	maxSurge, maxUnavailable := &quarter, &quarter
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
+		maxSurge = cmp.Or(ru.MaxSurge, maxSurge)
+		maxUnavailable = cmp.Or(ru.MaxUnavailable, maxUnavailable)
+	}
+	s, err1 := intstr.GetScaledValueFromIntOrPercent(maxSurge, int(want), true)
+	u, err2 := intstr.GetScaledValueFromIntOrPercent(maxUnavailable, int(want), false)
+	if err1 != nil || err2 != nil {
+		return 0, 1
+	}
+	if s == 0 && u == 0 {
+		u = 1
+	}
+	return int32(s), int32(min(u, int(want)))
+}
+
+// Condition reasons, as kube-controller-manager writes them.
+const (
+	reasonAvailable   = "MinimumReplicasAvailable"
+	reasonUnavailable = "MinimumReplicasUnavailable"
+	reasonCreated     = "NewReplicaSetCreated"
+	reasonUpdated     = "ReplicaSetUpdated"
+	reasonComplete    = "NewReplicaSetAvailable"
+	reasonTimedOut    = "ProgressDeadlineExceeded"
+	reasonPaused      = "DeploymentPaused"
+)
+
+// conditions are d's Available and Progressing conditions for status, as
+// the Deployment controller sets them: Available once enough replicas are
+// available, Progressing while a rollout makes progress, complete, paused,
+// or past its progress deadline (600s unless the spec says otherwise,
+// as the API server defaults it).
+func (w *World) conditions(d *appsv1.Deployment, status *appsv1.DeploymentStatus, now time.Time) []appsv1.DeploymentCondition {
+	conds := slices.Clone(d.Status.Conditions)
+	set := func(t appsv1.DeploymentConditionType, s corev1.ConditionStatus, reason, msg string) {
+		c := appsv1.DeploymentCondition{Type: t, Status: s, Reason: reason, Message: msg,
+			LastUpdateTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now)}
+		i := slices.IndexFunc(conds, func(c appsv1.DeploymentCondition) bool { return c.Type == t })
+		if i < 0 {
+			conds = append(conds, c)
+			return
+		}
+		if conds[i].Status == s && conds[i].Reason == reason {
+			return
+		}
+		if conds[i].Status == s {
+			c.LastTransitionTime = conds[i].LastTransitionTime
+		}
+		conds[i] = c
+	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	_, unavailable := fenceposts(d, want)
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		unavailable = 0
+	}
+	if status.AvailableReplicas >= want-unavailable {
+		set(appsv1.DeploymentAvailable, corev1.ConditionTrue, reasonAvailable, "Deployment has minimum availability.")
+	} else {
+		set(appsv1.DeploymentAvailable, corev1.ConditionFalse, reasonUnavailable, "Deployment does not have minimum availability.")
+	}
+
+	deadline := time.Duration(ptr.Deref(d.Spec.ProgressDeadlineSeconds, 600)) * time.Second
+	if d.Spec.ProgressDeadlineSeconds != nil && *d.Spec.ProgressDeadlineSeconds == math.MaxInt32 {
+		return slices.DeleteFunc(conds, func(c appsv1.DeploymentCondition) bool { return c.Type == appsv1.DeploymentProgressing })
+	}
+	var cur *appsv1.DeploymentCondition
+	if i := slices.IndexFunc(conds, func(c appsv1.DeploymentCondition) bool { return c.Type == appsv1.DeploymentProgressing }); i >= 0 {
+		cur = &conds[i]
+	}
+	switch {
+	case d.Spec.Paused:
+		if cur == nil || (cur.Reason != reasonPaused && cur.Reason != reasonTimedOut) {
+			set(appsv1.DeploymentProgressing, corev1.ConditionUnknown, reasonPaused, "Deployment is paused")
+		}
+	case d.DeletionTimestamp != nil:
+	case cur != nil && cur.Reason == reasonComplete && status.Replicas == status.UpdatedReplicas:
+	case status.UpdatedReplicas == want && status.Replicas == want && status.AvailableReplicas == want:
+		set(appsv1.DeploymentProgressing, corev1.ConditionTrue, reasonComplete, fmt.Sprintf("Deployment %q has successfully progressed.", d.Name))
+	case cur == nil || cur.Reason == reasonPaused:
+		set(appsv1.DeploymentProgressing, corev1.ConditionTrue, reasonCreated, fmt.Sprintf("Deployment %q is progressing.", d.Name))
+		w.queue.AddAfter(key{"deployment", d.Name}, deadline)
+	case status.UpdatedReplicas > d.Status.UpdatedReplicas || status.ReadyReplicas > d.Status.ReadyReplicas ||
+		status.AvailableReplicas > d.Status.AvailableReplicas ||
+		status.Replicas-status.UpdatedReplicas < d.Status.Replicas-d.Status.UpdatedReplicas:
+		// Progress: the deadline starts again.
+		c := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: reasonUpdated,
+			Message: fmt.Sprintf("Deployment %q is progressing.", d.Name), LastUpdateTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now)}
+		if cur.Status == corev1.ConditionTrue {
+			c.LastTransitionTime = cur.LastTransitionTime
+		}
+		*cur = c
+		w.queue.AddAfter(key{"deployment", d.Name}, deadline)
+	case cur.Reason != reasonTimedOut:
+		if left := cur.LastUpdateTime.Add(deadline).Sub(now); left > 0 {
+			w.queue.AddAfter(key{"deployment", d.Name}, left)
+		} else {
+			set(appsv1.DeploymentProgressing, corev1.ConditionFalse, reasonTimedOut, fmt.Sprintf("Deployment %q has timed out progressing.", d.Name))
+		}
+	}
+	return conds
+}
+
+// readySince is when p last turned ready.
+func readySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// adopt makes d the controller of the live pods its selector matches that
+// have none, as the ReplicaSet controller adopts orphans: the pods an
+// orphaning delete of a Deployment of the same name left, say.
+func (w *World) adopt(ctx context.Context, d *appsv1.Deployment) error {
+	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return nil // the API server refuses both; nothing to adopt
+	}
+	objs, err := w.podIndex.ByIndex(podsByDeployment, orphan)
+	if err != nil {
+		return err
+	}
+	ref := metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	checked := false
+	for _, o := range objs {
+		p, ok := o.(*corev1.Pod)
+		if !ok || p.DeletionTimestamp != nil || !selector.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if !checked {
+			// The cache may not show yet that d is being deleted (an
+			// orphaning delete frees its pods before it goes): read it
+			// from the API first, as the ReplicaSet controller does.
+			fresh, err := w.cfg.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if fresh.UID != d.UID || fresh.DeletionTimestamp != nil {
+				return nil
+			}
+			checked = true
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"ownerReferences": []*metav1.OwnerReference{ref}, "uid": p.UID,
+		}})
+		if err != nil {
+			return err
+		}
+		_, err = w.cfg.Client.CoreV1().Pods(w.cfg.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 func compareStrings(a, b string) int {
@@ -760,27 +1120,13 @@ func (w *World) expectations(d *appsv1.Deployment) *pending {
 	}
 	e, ok := w.pending[d.Name]
 	if !ok || e.uid != d.UID {
+		if ok {
+			delete(w.rolled, e.uid)
+		}
 		e = &pending{uid: d.UID, created: map[string]bool{}, deleted: map[string]bool{}}
 		w.pending[d.Name] = e
 	}
 	return e
-}
-
-// collect deletes the pods of a Deployment that is gone, as the garbage
-// collector does.
-func (w *World) collect(ctx context.Context, deployment string) error {
-	all, err := w.podsOf(deployment)
-	if err != nil {
-		return err
-	}
-	for _, p := range all {
-		if p.DeletionTimestamp == nil {
-			if err := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // podsOf returns the cached pods a Deployment of that name controls.
@@ -798,16 +1144,40 @@ func (w *World) podsOf(deployment string) ([]*corev1.Pod, error) {
 	return pods, nil
 }
 
-func podFor(d *appsv1.Deployment) *corev1.Pod {
-	t := d.Spec.Template
+// podFor is a new pod of d on template t, whose hash it is.
+func podFor(d *appsv1.Deployment, t *corev1.PodTemplateSpec, hash string) *corev1.Pod {
+	lbls := maps.Clone(t.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[appsv1.DefaultDeploymentUniqueLabelKey] = hash
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    d.Name + "-",
+			GenerateName:    d.Name + "-" + hash + "-",
 			Namespace:       d.Namespace,
-			Labels:          t.Labels,
+			Labels:          lbls,
 			Annotations:     t.Annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
+}
+
+// templateOf is the template p was made from.
+func templateOf(p *corev1.Pod) *corev1.PodTemplateSpec {
+	t := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations},
+		Spec:       *p.Spec.DeepCopy(),
+	}
+	t.Spec.NodeName = ""
+	return t
+}
+
+// TemplateHash is the value of the pod-template-hash label the world puts
+// on the pods of a template: a short, stable digest of it.
+func TemplateHash(t *corev1.PodTemplateSpec) string {
+	h := fnv.New32a()
+	raw, _ := json.Marshal(t) // a template always encodes
+	h.Write(raw)
+	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }

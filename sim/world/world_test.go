@@ -115,7 +115,12 @@ func TestWorldPlaysDeploymentSchedulerAndKubelet(t *testing.T) {
 		assert.Equal(t, 3, readyCount(pods(t, env.Observer, env.Namespace, "web")))
 		d, err := deploys.Get(ctx, "web", metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}, d.Status)
+		conditions := d.Status.Conditions
+		d.Status.Conditions = nil
+		assert.Equal(t, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, TerminatingReplicas: ptr.To[int32](0)}, d.Status)
+		require.Len(t, conditions, 2)
+		assert.Equal(t, [2]string{"Available", "MinimumReplicasAvailable"}, [2]string{string(conditions[0].Type), conditions[0].Reason})
+		assert.Equal(t, [2]string{"Progressing", "NewReplicaSetAvailable"}, [2]string{string(conditions[1].Type), conditions[1].Reason})
 
 		// Scale up, then down: the newest pods go first.
 		_, err = deploys.Patch(ctx, "web", "application/merge-patch+json", []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
