@@ -179,6 +179,15 @@ type Selector struct {
 // of one because each lacks a field its rule reads, proves nothing: it is
 // reported as vacuous (check no-vacuous-check) and fails the test, unless
 // MayBeVacuous.
+//
+// A rule, and a goal's condition, is checked when the scenario is loaded
+// against the schema of the kinds it reads: the structural schema of a
+// CRD among the scenario's objects, or the Go type of a kind client-go
+// knows. A field no such object can hold (object.spec.replica of a
+// Deployment, in has() too) is refused there, with its line and column.
+// Keys of maps (labels, a ConfigMap's data), fields below
+// x-kubernetes-preserve-unknown-fields and kinds of neither are not
+// checked: a typo there is found in the run, as vacuous.
 type Invariant struct {
 	Name   string   `json:"name"`
 	Select Selector `json:"select"`
@@ -442,7 +451,7 @@ func (s Scenario) Validate() error {
 		}
 	}
 	validateController(s, bad)
-	validateExpectations(s, bad)
+	validateExpectations(s, bad, func(e valueError) { errs = append(errs, e) })
 	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 {
 		bad("timing", "durations must not be negative")
 	}
@@ -562,7 +571,8 @@ func validateController(s Scenario, bad func(path, format string, args ...any)) 
 	}
 }
 
-func validateExpectations(s Scenario, bad func(path, format string, args ...any)) {
+func validateExpectations(s Scenario, bad func(path, format string, args ...any), badAt func(valueError)) {
+	schemas := s.kindSchemas()
 	if len(s.Invariants) > MaxInvariants {
 		bad("invariants", "at most %d, got %d", MaxInvariants, len(s.Invariants))
 	} else {
@@ -581,8 +591,10 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 			for _, msg := range inv.Select.problems() {
 				bad(path+".select", "%s", msg)
 			}
-			if _, err := check.CompileRule(inv.Rule); err != nil {
+			if expr, err := check.CompileRule(inv.Rule); err != nil {
 				bad(path+".rule", "%v", err)
+			} else {
+				schemas.checkFields(expr, inv.Select, path+".rule", fmt.Sprintf("invariant %q: rule", inv.Name), badAt)
 			}
 			for _, kind := range check.KindsAcross(inv.Rule) {
 				if !slices.ContainsFunc(s.kinds(), func(gvk schema.GroupVersionKind) bool { return gvk.Kind == kind }) {
@@ -624,8 +636,10 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 			bad(path, "say what must hold: match, condition or count")
 		}
 		if e.Condition != "" {
-			if _, err := check.CompileCondition(e.Condition); err != nil {
+			if expr, err := check.CompileCondition(e.Condition); err != nil {
 				bad(path+".condition", "%v", err)
+			} else {
+				schemas.checkFields(expr, e.Select, path+".condition", path+": condition", badAt)
 			}
 			for _, kind := range check.KindsAcross(e.Condition) {
 				if !slices.ContainsFunc(s.kinds(), func(gvk schema.GroupVersionKind) bool { return gvk.Kind == kind }) {

@@ -1,6 +1,7 @@
 package expect
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -90,6 +91,9 @@ func (e *Expression) CheckFields(t Types) []*FieldError {
 		scope["objects"] = typed{s: kinds, read: "objects", vars: true}
 	}
 	c.typeOf(e.ast.NativeRep().Expr(), scope)
+	slices.SortStableFunc(c.errs, func(a, b *FieldError) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
 	return c.errs
 }
 
