@@ -143,7 +143,8 @@ func atoi(t *testing.T, s string) int {
 }
 
 // What could be there is accepted: keys of maps, kinds without a schema,
-// fields below preserved unknown fields.
+// fields below preserved unknown fields, objects.Kind of a kind the
+// scenario names in two groups (objects are keyed by kind alone).
 func TestParseAcceptsWhatCouldBeThere(t *testing.T) {
 	doc := ruleHead + `invariants:
   - name: any-key
@@ -158,6 +159,11 @@ func TestParseAcceptsWhatCouldBeThere(t *testing.T) {
   - name: unknown-version
     select: {apiVersion: example.converge.dev/v2, kind: Widget}
     rule: object.spec.replica == 1
+  - name: widget-of-two-groups
+    select: {apiVersion: example.converge.dev/v1, kind: Widget}
+    rule: objects.Widget.all(w, w.spec.replica == 1)
+writes:
+  - select: {apiVersion: other.converge.dev/v1, kind: Widget}
 goal:
   objects:
     - select: {apiVersion: example.converge.dev/v1, kind: Widget, name: w}
