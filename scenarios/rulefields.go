@@ -38,22 +38,28 @@ func (s *Scenario) kindSchemas() kindSchemas {
 	return out
 }
 
-// of returns the schema of a kind, or nil.
-func (k kindSchemas) of(gvk schema.GroupVersionKind) *expect.Schema {
+// schema returns the schema of a kind, or nil.
+func (k kindSchemas) schema(gvk schema.GroupVersionKind) *expect.Schema {
 	if s, ok := k.crds[gvk]; ok {
 		return s
 	}
 	return expect.BuiltinSchema(gvk)
 }
 
+// of returns the schema of the kind sel selects, or nil.
+func (k kindSchemas) of(sel Selector) *expect.Schema {
+	gv, err := schema.ParseGroupVersion(sel.APIVersion)
+	if err != nil {
+		return nil
+	}
+	return k.schema(gv.WithKind(sel.Kind))
+}
+
 // types returns what the variables of rule, judged of objects sel
 // selects, hold. objects.Kind is typed when the scenario names one kind
 // of that name: objects are keyed by kind alone.
 func (k kindSchemas) types(sel Selector, rule string) expect.Types {
-	var t expect.Types
-	if gv, err := schema.ParseGroupVersion(sel.APIVersion); err == nil {
-		t.Object = k.of(gv.WithKind(sel.Kind))
-	}
+	t := expect.Types{Object: k.of(sel)}
 	for _, kind := range check.KindsAcross(rule) {
 		var named []schema.GroupVersionKind
 		for _, gvk := range k.s.kinds() {
@@ -65,7 +71,7 @@ func (k kindSchemas) types(sel Selector, rule string) expect.Types {
 			if t.Kinds == nil {
 				t.Kinds = map[string]*expect.Schema{}
 			}
-			t.Kinds[kind] = k.of(named[0])
+			t.Kinds[kind] = k.schema(named[0])
 		}
 	}
 	return t

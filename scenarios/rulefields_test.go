@@ -173,6 +173,37 @@ goal:
 	require.NoError(t, err)
 }
 
+// A goal's partial object and an interfering actor's field are checked
+// too: the one could never match, the other would be dropped by the API
+// server, silently.
+func TestParseRefusesAFieldTheKindCannotHoldInMatchAndSet(t *testing.T) {
+	doc := ruleHead + `world:
+  interference:
+    - every: 1s
+      select: {apiVersion: apps/v1, kind: Deployment}
+      set: {path: spec.replica, value: 3}
+    - every: 1s
+      select: {apiVersion: example.converge.dev/v1, kind: Widget}
+      set: {path: spec, value: {replicas: 2, paused: true}}
+    - every: 1s
+      select: {apiVersion: v1, kind: ConfigMap}
+      set: {path: data.anything, value: x}
+goal:
+  objects:
+    - select: {apiVersion: apps/v1, kind: Deployment, name: w}
+      match:
+        status:
+          readyReplica: 2
+`
+	_, err := scenarios.Parse("s.yaml", []byte(doc))
+	require.Error(t, err)
+	assert.Equal(t, strings.Join([]string{
+		`s.yaml:27: world.interference[0].set: Deployment (apps/v1) has no field spec.replica (did you mean "replicas"?)`,
+		`s.yaml:30: world.interference[1].set: Widget (example.converge.dev/v1) has no field spec.paused`,
+		`s.yaml:39: goal.objects[0].match.status.readyReplica: Deployment (apps/v1) has no field status.readyReplica (did you mean "readyReplicas"?)`,
+	}, "\n"), err.Error())
+}
+
 // A scenario built in Go has no file: the place is in the rule.
 func TestValidateNamesThePlaceInTheRule(t *testing.T) {
 	s := scenarios.Scenario{Name: "typed", Catches: "typos", Invariants: []scenarios.Invariant{{

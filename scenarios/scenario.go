@@ -505,6 +505,7 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 		bad("world.interference", "at most %d, got %d", MaxInterference, len(w.Interference))
 		return
 	}
+	schemas := def.kindSchemas()
 	for i, in := range w.Interference {
 		path := fmt.Sprintf("world.interference[%d]", i)
 		if time.Duration(in.Every) < MinInterval {
@@ -523,8 +524,14 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 		case (in.Set == nil) == !in.Delete:
 			bad(path, "say what the actor does: set or delete, one of them")
 		case in.Set != nil:
-			if _, err := expect.ParsePath(in.Set.Path); err != nil {
+			if p, err := expect.ParsePath(in.Set.Path); err != nil {
 				bad(path+".set.path", "%v", err)
+			} else {
+				// The API server drops a field its kind cannot hold: the
+				// actor would do nothing, silently.
+				for _, fe := range schemas.of(in.Select).CheckValue(p, in.Set.Value) {
+					bad(path+".set", "%s", fe)
+				}
 			}
 			switch b, _ := json.Marshal(in.Set.Value); {
 			case in.Set.Remove && in.Set.Value != nil:
@@ -634,6 +641,9 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 		}
 		if e.Match == nil && e.Condition == "" && e.Count == nil {
 			bad(path, "say what must hold: match, condition or count")
+		}
+		for _, fe := range schemas.of(e.Select).CheckValue(nil, map[string]any(e.Match)) {
+			bad(path+".match."+fe.Path, "%s", fe)
 		}
 		if e.Condition != "" {
 			if expr, err := check.CompileCondition(e.Condition); err != nil {

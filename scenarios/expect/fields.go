@@ -43,6 +43,9 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
+	if e.Read == "" {
+		return e.describe()
+	}
 	switch {
 	case e.Holds == "list":
 		return fmt.Sprintf("reads %s, but %s %s is a list: index it ([0]) or iterate over it (all, exists)", e.Read, e.Kind, parentPath(e.Path))
@@ -227,15 +230,8 @@ func (c *fieldChecker) member(id int64, v typed, name, suffix string) typed {
 		out.s = s
 		return out
 	}
-	fe := &FieldError{Read: out.read, Kind: root.Name(), Path: out.path, Field: name}
-	switch v.s.kind {
-	case object:
-		fe.Hint = closest(name, v.s.fieldNames())
-	case listOf:
-		fe.Holds = "list"
-	case scalarOf:
-		fe.Holds = v.s.scalar
-	}
+	fe := notHeld(root, v.s, v.path, name)
+	fe.Read = out.read
 	if fe.Read == "" {
 		fe.Read = "a value's " + name
 	}

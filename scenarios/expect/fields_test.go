@@ -259,3 +259,47 @@ func TestDistance(t *testing.T) {
 	assert.Equal(t, "replicas", closest("replica", []string{"paused", "replicas", "selector"}))
 	assert.Empty(t, closest("x", []string{"y", "replicas"}), "one letter is too short to guess from")
 }
+
+func TestCheckValueOfAPartialObject(t *testing.T) {
+	deployment := BuiltinSchema(deploymentGVK)
+	widget := widgetSchema(t)
+	path := func(s string) Path {
+		if s == "" {
+			return nil
+		}
+		p, err := ParsePath(s)
+		require.NoError(t, err)
+		return p
+	}
+	for _, c := range []struct {
+		s     *Schema
+		path  string
+		value any
+		want  string
+	}{
+		{deployment, "", map[string]any{"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"a/b": "c"}}}}}, ""},
+		{deployment, "", map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "True"}}}}, ""},
+		{deployment, "spec.replicas", int64(3), ""},
+		{deployment, `metadata.labels["app"]`, "web", ""},
+		{deployment, "spec.template.spec.containers[0].image", "x", ""},
+		{deployment, "spec.template", map[string]any{"spec": map[string]any{"nodeName": "n"}}, ""},
+		{deployment, "spec", "not an object", ""}, // a value of another shape: the API server answers for it
+		{widget, "spec.config.any", "x", ""},
+		{widget, "", map[string]any{"spec": map[string]any{"extra": map[string]any{"a": map[string]any{"b": 1}}}}, ""},
+		{nil, "spec.anything", "x", ""},
+		{deployment, "", map[string]any{"status": map[string]any{"readyReplica": int64(2)}}, `Deployment (apps/v1) has no field status.readyReplica (did you mean "readyReplicas"?)`},
+		{deployment, "", map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"imag": "x"}}}}}}, `Deployment (apps/v1) has no field spec.template.spec.containers[].imag (did you mean "image"?)`},
+		{deployment, "spec.replica", int64(3), `Deployment (apps/v1) has no field spec.replica (did you mean "replicas"?)`},
+		{deployment, "spec", map[string]any{"replica": nil}, `Deployment (apps/v1) has no field spec.replica (did you mean "replicas"?)`},
+		{deployment, "spec.replicas.value", int64(3), `Deployment (apps/v1) spec.replicas is a integer, which has no fields`},
+		{widget, "spec.replica", int64(3), `Widget (example.converge.dev/v1) has no field spec.replica (did you mean "replicas"?)`},
+	} {
+		errs := c.s.CheckValue(path(c.path), c.value)
+		if c.want == "" {
+			assert.Empty(t, errs, "%s %v", c.path, c.value)
+			continue
+		}
+		require.Len(t, errs, 1, "%s %v", c.path, c.value)
+		assert.Equal(t, c.want, errs[0].Error())
+	}
+}
