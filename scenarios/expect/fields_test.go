@@ -303,3 +303,30 @@ func TestCheckValueOfAPartialObject(t *testing.T) {
 		assert.Equal(t, c.want, errs[0].Error())
 	}
 }
+
+// A schema that is not structural (a field declared only under allOf) is
+// not trusted: its fields could be refused wrongly.
+func TestCheckFieldsTrustsOnlyStructuralSchemas(t *testing.T) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	require.NoError(t, yaml.UnmarshalStrict([]byte(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.converge.dev}
+spec:
+  group: example.converge.dev
+  scope: Namespaced
+  names: {plural: widgets, kind: Widget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              allOf: [{properties: {replicas: {type: integer}}}]
+`), &crd))
+	assert.Empty(t, CRDSchemas(&crd))
+}

@@ -151,7 +151,9 @@ func fromStructural(s *structuralschema.Structural, preserve bool) *Schema {
 }
 
 // CRDSchemas returns the schema of each version of crd's kind that has a
-// structural schema; a version without one is left out (not checked).
+// structural schema; a version without one is left out (not checked): a
+// field declared only under allOf, anyOf or oneOf is not structural, and
+// would be refused wrongly.
 func CRDSchemas(crd *apiextensionsv1.CustomResourceDefinition) map[schema.GroupVersionKind]*Schema {
 	out := map[schema.GroupVersionKind]*Schema{}
 	for _, v := range crd.Spec.Versions {
@@ -163,8 +165,8 @@ func CRDSchemas(crd *apiextensionsv1.CustomResourceDefinition) map[schema.GroupV
 			continue
 		}
 		s, err := structuralschema.NewStructural(&internal)
-		if err != nil {
-			continue
+		if err != nil || len(structuralschema.ValidateStructural(nil, s)) > 0 {
+			continue // the API server refuses it; its fields cannot be trusted
 		}
 		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
 		if root := StructuralSchema(s, gvk); root != nil {
