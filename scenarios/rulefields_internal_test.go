@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 // Every scenario of the repository loads with its rules checked against
 // their kinds' schemas: none is refused for a field its kind can hold.
 func TestRepositoryRulesAreTypedAndAccepted(t *testing.T) {
-	typed := 0
+	typed, manifests := 0, 0
 	for _, dir := range []string{
 		"scaler/catalogue", "scaler/testdata", "faults", "scenariotest/testdata/scratch/scenarios",
 		"../examples/webapp/scenarios", "../examples/mirror/scenarios",
@@ -20,6 +21,15 @@ func TestRepositoryRulesAreTypedAndAccepted(t *testing.T) {
 		require.NoError(t, err, dir)
 		for _, s := range all {
 			schemas := s.kindSchemas()
+			// The objects it creates hold only what their schemas say.
+			for _, o := range s.Objects {
+				m := o.Manifest
+				sel := Selector{APIVersion: fmt.Sprint(m["apiVersion"]), Kind: fmt.Sprint(m["kind"])}
+				if sch := schemas.of(sel); sch != nil {
+					assert.Empty(t, sch.CheckValue(nil, map[string]any(m)), "%s: an object of kind %s", s.Name, sel.Kind)
+					manifests++
+				}
+			}
 			for _, inv := range s.Invariants {
 				types := schemas.types(inv.Select, inv.Rule)
 				assert.NotNil(t, types.Object, "%s: invariant %s: %s %s has a schema", s.Name, inv.Name, inv.Select.APIVersion, inv.Select.Kind)
@@ -35,4 +45,5 @@ func TestRepositoryRulesAreTypedAndAccepted(t *testing.T) {
 	}
 	// The examples' rules on their own CRDs and across kinds are among them.
 	assert.GreaterOrEqual(t, typed, 20)
+	assert.GreaterOrEqual(t, manifests, 20)
 }
