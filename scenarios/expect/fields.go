@@ -21,14 +21,16 @@ type Types struct {
 	Kinds  map[string]*Schema
 }
 
-// FieldError is a field an expression reads that its object can never
-// hold: a check on it could never be true or false (has() of it is
-// always false), so it is a typo, not a field that is not there yet.
+// FieldError is a field an expression reads (or a path or a partial
+// object gives) that its object can never hold: a check on it could never
+// be true or false (has() of it is always false), so it is a typo, not a
+// field that is not there yet.
 type FieldError struct {
 	// Line and Column (1-based, in characters) of the field's name in the
 	// expression.
 	Line, Column int
-	// Read is what the expression reads, as written: object.spec.replica.
+	// Read is what the expression reads, as written: object.spec.replica;
+	// empty for a path or a partial object.
 	Read string
 	// Kind is the kind's name: Deployment (apps/v1).
 	Kind string
@@ -50,11 +52,19 @@ func (e *FieldError) Error() string {
 	case e.Holds == "list":
 		return fmt.Sprintf("reads %s, but %s %s is a list: index it ([0]) or iterate over it (all, exists)", e.Read, e.Kind, parentPath(e.Path))
 	case e.Holds != "":
-		return fmt.Sprintf("reads %s, but %s %s is a %s, which has no fields", e.Read, e.Kind, parentPath(e.Path), e.Holds)
+		return fmt.Sprintf("reads %s, but %s %s is %s, which has no fields", e.Read, e.Kind, parentPath(e.Path), article(e.Holds))
 	case e.Hint != "":
 		return fmt.Sprintf("reads %s, which %s has no field %q (did you mean %q?)", e.Read, e.Kind, e.Field, e.Hint)
 	}
 	return fmt.Sprintf("reads %s, which %s has no field %q", e.Read, e.Kind, e.Field)
+}
+
+// article puts a or an before a type's name.
+func article(name string) string {
+	if strings.ContainsAny(name[:1], "aeiou") {
+		return "an " + name
+	}
+	return "a " + name
 }
 
 func parentPath(p string) string {

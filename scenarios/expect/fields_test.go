@@ -142,7 +142,7 @@ func TestCheckFieldsOfABuiltinKind(t *testing.T) {
 		"object.?spec.?replica.orValue(0) > 0":                         `reads object.?spec.?replica`,
 		"'replica' in object.spec":                                     `has no field "replica"`,
 		"oldObject.spec.replica <= object.spec.replicas":               `reads oldObject.spec.replica`,
-		"object.spec.replicas.value > 0":                               `reads object.spec.replicas.value, but Deployment (apps/v1) spec.replicas is a integer, which has no fields`,
+		"object.spec.replicas.value > 0":                               `reads object.spec.replicas.value, but Deployment (apps/v1) spec.replicas is an integer, which has no fields`,
 		"object.spec.template.spec.containers.image == 'x'":            `reads object.spec.template.spec.containers.image, but Deployment (apps/v1) spec.template.spec.containers is a list`,
 		"object.status.conditions.exists(c, c.type == 'Available' && c.reason.startsWith('x') && c.sttus == 'True')": `reads c.sttus`,
 	} {
@@ -291,7 +291,7 @@ func TestCheckValueOfAPartialObject(t *testing.T) {
 		{deployment, "", map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"imag": "x"}}}}}}, `Deployment (apps/v1) has no field spec.template.spec.containers[].imag (did you mean "image"?)`},
 		{deployment, "spec.replica", int64(3), `Deployment (apps/v1) has no field spec.replica (did you mean "replicas"?)`},
 		{deployment, "spec", map[string]any{"replica": nil}, `Deployment (apps/v1) has no field spec.replica (did you mean "replicas"?)`},
-		{deployment, "spec.replicas.value", int64(3), `Deployment (apps/v1) spec.replicas is a integer, which has no fields`},
+		{deployment, "spec.replicas.value", int64(3), `Deployment (apps/v1) spec.replicas is an integer, which has no fields`},
 		{widget, "spec.replica", int64(3), `Widget (example.converge.dev/v1) has no field spec.replica (did you mean "replicas"?)`},
 	} {
 		errs := c.s.CheckValue(path(c.path), c.value)

@@ -88,7 +88,7 @@ func (e *FieldError) describe() string {
 	case e.Holds == "list":
 		return fmt.Sprintf("%s %s is a list, which has no fields", e.Kind, parentPath(e.Path))
 	case e.Holds != "":
-		return fmt.Sprintf("%s %s is a %s, which has no fields", e.Kind, parentPath(e.Path), e.Holds)
+		return fmt.Sprintf("%s %s is %s, which has no fields", e.Kind, parentPath(e.Path), article(e.Holds))
 	case e.Hint != "":
 		return fmt.Sprintf("%s has no field %s (did you mean %q?)", e.Kind, e.Path, e.Hint)
 	}
