@@ -109,8 +109,8 @@ func (e valueError) Error() string {
 // valuePosition returns the line and column in the file (data) of the
 // character at line and col (1-based) of n's string value: its text is
 // matched against the file from where n starts, skipping what the value
-// does not hold (indentation, quotes, a block scalar's header), so folded,
-// literal, quoted and plain scalars all place it. When the text cannot be
+// does not hold (indentation, quotes, a block scalar's header, escapes),
+// so folded, literal, quoted and plain scalars, and JSON, all place it. When the text cannot be
 // matched (an escape the file spells otherwise), it is n's own position.
 func valuePosition(data []byte, n *yaml.Node, line, col int) (int, int) {
 	value := []rune(n.Value)
@@ -145,15 +145,27 @@ func valuePosition(data []byte, n *yaml.Node, line, col int) (int, int) {
 	case n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0:
 		p++
 	}
+	quoted := n.Style&yaml.DoubleQuotedStyle != 0
 	for i := 0; i <= at && i < len(value); i++ {
-		for p < len(src) && src[p] != value[i] {
-			p++
-		}
-		if p == len(src) {
-			return n.Line, n.Column
+		width := 0
+		for width == 0 {
+			switch {
+			case p >= len(src):
+				return n.Line, n.Column
+			case quoted && src[p] == '\\' && p+1 < len(src):
+				if unescape(src[p+1]) == value[i] {
+					width = 2
+				} else {
+					p += 2
+				}
+			case src[p] == value[i]:
+				width = 1
+			default:
+				p++
+			}
 		}
 		if i < at {
-			p++
+			p += width
 		}
 	}
 	l, c = 1, 1
@@ -165,4 +177,20 @@ func valuePosition(data []byte, n *yaml.Node, line, col int) (int, int) {
 		}
 	}
 	return l, c
+}
+
+// unescape returns the character a double-quoted escape \c stands for
+// (the one-character escapes of YAML and JSON), or c.
+func unescape(c rune) rune {
+	switch c {
+	case 'n':
+		return '\n'
+	case 't':
+		return '\t'
+	case 'r':
+		return '\r'
+	case '0':
+		return 0
+	}
+	return c
 }

@@ -90,6 +90,10 @@ writes:
   - select: {apiVersion: apps/v1, kind: Deployment}
 `,
 		want: []string{`s.yaml:26:95: invariant "owned": rule reads d.metadata.ownerReference, which Deployment (apps/v1) has no field "ownerReference" (did you mean "ownerReferences"?)`},
+	}, {
+		name: "json",
+		doc:  `{"name": "typed", "catches": "typos", "invariants": [{"name": "j", "select": {"apiVersion": "apps/v1", "kind": "Deployment"}, "rule": "object.metadata.name != \"\\\"\" &&\n\tobject.spec.replica > 0"}]}`,
+		want: []string{`s.yaml:1:187: invariant "j": rule reads object.spec.replica,`},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := scenarios.Parse("s.yaml", []byte(c.doc))
