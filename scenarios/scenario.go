@@ -184,8 +184,8 @@ type Selector struct {
 // against the schema of the kinds it reads: the structural schema of a
 // CRD among the scenario's objects, or the Go type of a kind client-go
 // knows. A field no such object can hold (object.spec.replica of a
-// Deployment, in has() too) is refused there, with its line and column.
-// Keys of maps (labels, a ConfigMap's data), fields below
+// Deployment, in has() too) is refused there, with its line and column;
+// so is one a goal's match or an interfering actor sets. Keys of maps (labels, a ConfigMap's data), fields below
 // x-kubernetes-preserve-unknown-fields and kinds of neither are not
 // checked: a typo there is found in the run, as vacuous.
 type Invariant struct {
@@ -529,8 +529,8 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 			} else {
 				// The API server drops a field its kind cannot hold: the
 				// actor would do nothing, silently.
-				for _, fe := range schemas.of(in.Select).CheckValue(p, in.Set.Value) {
-					bad(path+".set", "%s", fe)
+				if errs := schemas.of(in.Select).CheckValue(p, in.Set.Value); len(errs) > 0 {
+					bad(path+".set", "%s", errs[0])
 				}
 			}
 			switch b, _ := json.Marshal(in.Set.Value); {
@@ -642,8 +642,8 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 		if e.Match == nil && e.Condition == "" && e.Count == nil {
 			bad(path, "say what must hold: match, condition or count")
 		}
-		for _, fe := range schemas.of(e.Select).CheckValue(nil, map[string]any(e.Match)) {
-			bad(path+".match."+fe.Path, "%s", fe)
+		if errs := schemas.of(e.Select).CheckValue(nil, map[string]any(e.Match)); len(errs) > 0 {
+			bad(path+".match."+errs[0].Path, "%s", errs[0]) // the first: a page of errors at most
 		}
 		if e.Condition != "" {
 			if expr, err := check.CompileCondition(e.Condition); err != nil {
