@@ -20,6 +20,7 @@ type kindSchemas struct {
 	crds map[schema.GroupVersionKind]*expect.Schema
 }
 
+// kindSchemas reads the schemas of s's CRDs, once per validation.
 func (s *Scenario) kindSchemas() kindSchemas {
 	out := kindSchemas{s: s, crds: map[schema.GroupVersionKind]*expect.Schema{}}
 	crdKind := apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")
