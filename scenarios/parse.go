@@ -174,6 +174,16 @@ func parse(file string, data []byte, files fs.FS, dir string) (*Scenario, error)
 	if len(errs) > 0 {
 		var out []error
 		for _, e := range errs {
+			var ve valueError
+			if errors.As(e, &ve) {
+				if n, found := locateNode(doc, ve.path); found {
+					line, col := valuePosition(data, n, ve.line, ve.col)
+					out = append(out, fmt.Errorf("%s:%d:%d: %s", file, line, col, ve.msg))
+					continue
+				}
+				out = append(out, fmt.Errorf("%s:%d: %s", file, locate(doc, ve.path), ve))
+				continue
+			}
 			var fe fieldError
 			if errors.As(e, &fe) {
 				out = append(out, fmt.Errorf("%s:%d: %s", file, locate(doc, fe.path), fe))
@@ -410,23 +420,30 @@ func join(path, field string) string {
 // locate returns the line of the node at path ("workload.replicas",
 // "faults[2]"), or of the deepest node on the way that exists.
 func locate(doc *yaml.Node, path string) int {
+	n, _ := locateNode(doc, path)
+	return n.Line
+}
+
+// locateNode returns the node at path, and whether it exists; else the
+// deepest node on the way that does.
+func locateNode(doc *yaml.Node, path string) (*yaml.Node, bool) {
 	n := doc
 	for _, part := range strings.Split(path, ".") {
 		name, index, hasIndex := strings.Cut(part, "[")
 		if next := field(n, name); next != nil {
 			n = next
 		} else {
-			return n.Line
+			return n, false
 		}
 		if hasIndex {
 			i, err := strconv.Atoi(strings.TrimSuffix(index, "]"))
 			if err != nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
-				return n.Line
+				return n, false
 			}
 			n = n.Content[i]
 		}
 	}
-	return n.Line
+	return n, true
 }
 
 func field(n *yaml.Node, name string) *yaml.Node {

@@ -179,6 +179,15 @@ type Selector struct {
 // of one because each lacks a field its rule reads, proves nothing: it is
 // reported as vacuous (check no-vacuous-check) and fails the test, unless
 // MayBeVacuous.
+//
+// A rule, and a goal's condition, is checked when the scenario is loaded
+// against the schema of the kinds it reads: the structural schema of a
+// CRD among the scenario's objects, or the Go type of a kind client-go
+// knows. A field no such object can hold (object.spec.replica of a
+// Deployment, in has() too) is refused there, with its line and column;
+// so is one a goal's match or an interfering actor sets. Keys of maps (labels, a ConfigMap's data), fields below
+// x-kubernetes-preserve-unknown-fields and kinds of neither are not
+// checked: a typo there is found in the run, as vacuous.
 type Invariant struct {
 	Name   string   `json:"name"`
 	Select Selector `json:"select"`
@@ -442,7 +451,7 @@ func (s Scenario) Validate() error {
 		}
 	}
 	validateController(s, bad)
-	validateExpectations(s, bad)
+	validateExpectations(s, bad, func(e valueError) { errs = append(errs, e) })
 	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 {
 		bad("timing", "durations must not be negative")
 	}
@@ -496,6 +505,7 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 		bad("world.interference", "at most %d, got %d", MaxInterference, len(w.Interference))
 		return
 	}
+	schemas := def.kindSchemas()
 	for i, in := range w.Interference {
 		path := fmt.Sprintf("world.interference[%d]", i)
 		if time.Duration(in.Every) < MinInterval {
@@ -514,8 +524,14 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 		case (in.Set == nil) == !in.Delete:
 			bad(path, "say what the actor does: set or delete, one of them")
 		case in.Set != nil:
-			if _, err := expect.ParsePath(in.Set.Path); err != nil {
+			if p, err := expect.ParsePath(in.Set.Path); err != nil {
 				bad(path+".set.path", "%v", err)
+			} else {
+				// The API server drops a field its kind cannot hold: the
+				// actor would do nothing, silently.
+				if errs := schemas.of(in.Select).CheckValue(p, in.Set.Value); len(errs) > 0 {
+					bad(path+".set", "%s", errs[0])
+				}
 			}
 			switch b, _ := json.Marshal(in.Set.Value); {
 			case in.Set.Remove && in.Set.Value != nil:
@@ -562,7 +578,8 @@ func validateController(s Scenario, bad func(path, format string, args ...any)) 
 	}
 }
 
-func validateExpectations(s Scenario, bad func(path, format string, args ...any)) {
+func validateExpectations(s Scenario, bad func(path, format string, args ...any), badAt func(valueError)) {
+	schemas := s.kindSchemas()
 	if len(s.Invariants) > MaxInvariants {
 		bad("invariants", "at most %d, got %d", MaxInvariants, len(s.Invariants))
 	} else {
@@ -581,8 +598,10 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 			for _, msg := range inv.Select.problems() {
 				bad(path+".select", "%s", msg)
 			}
-			if _, err := check.CompileRule(inv.Rule); err != nil {
+			if expr, err := check.CompileRule(inv.Rule); err != nil {
 				bad(path+".rule", "%v", err)
+			} else {
+				schemas.checkFields(expr, inv.Select, path+".rule", fmt.Sprintf("invariant %q: rule", inv.Name), badAt)
 			}
 			for _, kind := range check.KindsAcross(inv.Rule) {
 				if !slices.ContainsFunc(s.kinds(), func(gvk schema.GroupVersionKind) bool { return gvk.Kind == kind }) {
@@ -623,9 +642,14 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 		if e.Match == nil && e.Condition == "" && e.Count == nil {
 			bad(path, "say what must hold: match, condition or count")
 		}
+		if errs := schemas.of(e.Select).CheckValue(nil, map[string]any(e.Match)); len(errs) > 0 {
+			bad(path+".match."+errs[0].Path, "%s", errs[0]) // the first: a page of errors at most
+		}
 		if e.Condition != "" {
-			if _, err := check.CompileCondition(e.Condition); err != nil {
+			if expr, err := check.CompileCondition(e.Condition); err != nil {
 				bad(path+".condition", "%v", err)
+			} else {
+				schemas.checkFields(expr, e.Select, path+".condition", path+": condition", badAt)
 			}
 			for _, kind := range check.KindsAcross(e.Condition) {
 				if !slices.ContainsFunc(s.kinds(), func(gvk schema.GroupVersionKind) bool { return gvk.Kind == kind }) {

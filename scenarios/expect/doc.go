@@ -48,9 +48,14 @@
 //
 // # What it cannot do
 //
-// Expressions are compiled without a schema: object is dyn, so a typo in a
-// field name is found only at evaluation (as ErrMissing, "not yet"), and
-// the checker rejects a non-boolean result only when it can tell the type.
+// Expressions are compiled without a schema: object is dyn, so the
+// checker rejects a non-boolean result only when it can tell the type. A
+// typo in a field's name is found by CheckFields, given the kind's Schema
+// (from a CRD's structural schema or a Go type): it follows selections,
+// has(), constant indexes and the variables of macros over lists, and
+// accepts what it cannot follow (computed values, keys of maps, preserved
+// unknown fields). Without a schema a typo is found only at evaluation
+// (as ErrMissing, "not yet").
 // There is no static cost estimate (list sizes are unknown); runtime
 // limits bound every evaluation instead, so an expression that is too
 // expensive fails on a large object only. Those limits count work and
