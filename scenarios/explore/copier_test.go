@@ -3,6 +3,7 @@ package explore_test
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,10 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-lab/converge/examples/webapp"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/scenarios/explore/internal/copier"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
+	"github.com/converge-lab/converge/sim/simtest/tier"
 )
 
 var noiseSeeds = flag.Int("explore.noise-seeds", 2, "explorations of the noisy copier, with different seeds")
@@ -78,4 +81,22 @@ func TestExploreFindsWorkDroppedAfterAConflict(t *testing.T) {
 	require.NotNil(t, d.Lateness)
 	assert.Greater(t, time.Duration(d.Lateness.Converged), time.Duration(d.Lateness.Allowed))
 	assert.GreaterOrEqual(t, time.Duration(d.Lateness.Converged), copier.Resync, "healed by the resync, not before")
+}
+
+// Masking noise leaves a deterministic controller's bug found by what
+// the references agree on: the webapp operator that takes a 409 on its
+// ConfigMap for success ends with another config than every reference.
+func TestExploreStillFindsADeterministicBug(t *testing.T) {
+	tier.Full(t, "an exploration of the webapp example (about 7 s)")
+	all, err := scenarios.LoadDir("../../examples/webapp/scenarios")
+	require.NoError(t, err)
+	i := slices.IndexFunc(all, func(s *scenarios.Scenario) bool { return s.Name == "webapp" })
+	require.GreaterOrEqual(t, i, 0)
+	c, err := webapp.UnderTest("ignore-conflict")
+	require.NoError(t, err)
+	e := scenariotest.Explore(t, explore.WithoutFaults(all[i]), c, scenariotest.ExploreOptions{Seed: 100, FirstFinding: true})
+	require.NotNil(t, e)
+	t.Log(summary(e))
+	assert.True(t, slices.ContainsFunc(e.Findings, func(f explore.Finding) bool { return f.Oracle == explore.OracleEndState }),
+		"the end state differs from the references':\n%s", e.Text())
 }

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
@@ -31,12 +32,22 @@ type Lateness struct {
 	Resolution reports.Duration `json:"resolution"`
 	// Allowed is their sum, Latest to Resolution.
 	Allowed reports.Duration `json:"allowed"`
+	// Idle is the run's longest wait between two requests of the
+	// controller before it converged; IdleLatest the references' longest;
+	// IdleAllowed that plus Fault, Backoff and Resolution. A run that
+	// converged late because the world's timing moved (a readiness that
+	// flaps on its own schedule) waits no longer than the references did;
+	// a run whose work was dropped waits for a resync or an unrelated
+	// event.
+	Idle        reports.Duration `json:"idle"`
+	IdleLatest  reports.Duration `json:"idleLatest"`
+	IdleAllowed reports.Duration `json:"idleAllowed"`
 }
 
 // baseline is what the references say of convergence.
 type baseline struct {
-	latest, spread time.Duration
-	ok             bool
+	latest, spread, idle time.Duration
+	ok                   bool
 }
 
 // baselineOf reads the references' times to converge: the latest, each
@@ -58,6 +69,7 @@ func baselineOf(refs []*reports.Result) baseline {
 		}
 		late := firstStart(r) - earliest
 		t := time.Duration(r.TimeToConverge)
+		b.idle = max(b.idle, idleBefore(r))
 		b.latest = max(b.latest, t-late)
 		if late == 0 {
 			if prompt == 0 {
@@ -85,12 +97,42 @@ func (p *Plan) late(r *reports.Result) (Difference, bool) {
 	l := Lateness{Converged: r.TimeToConverge, Latest: reports.Duration(b.latest), Spread: reports.Duration(b.spread),
 		Fault: reports.Duration(fault), Backoff: reports.Duration(backoff), Resolution: reports.Duration(scenarios.Poll)}
 	l.Allowed = l.Latest + l.Spread + l.Fault + l.Backoff + l.Resolution
-	if l.Converged <= l.Allowed {
+	l.Idle, l.IdleLatest = reports.Duration(idleBefore(r)), reports.Duration(b.idle)
+	l.IdleAllowed = l.IdleLatest + l.Fault + l.Backoff + l.Resolution
+	if l.Converged <= l.Allowed || l.Idle <= l.IdleAllowed {
 		return Difference{}, false
 	}
 	return Difference{Oracle: OracleLiveness, Kind: "goal", Field: "time to converge", Lateness: &l,
-		Detail: fmt.Sprintf("converged after %v; the references by %v (spread %v), and the fault held the controller back %v (backoff %v): %v allowed",
-			time.Duration(l.Converged), time.Duration(l.Latest), time.Duration(l.Spread), time.Duration(l.Fault), time.Duration(l.Backoff), time.Duration(l.Allowed))}, true
+		Detail: fmt.Sprintf("converged after %v, %v allowed (the references by %v, spread %v; the fault held the controller back %v, backoff %v); "+
+			"the controller sent nothing for %v before, the references for %v at most",
+			time.Duration(l.Converged), time.Duration(l.Allowed), time.Duration(l.Latest), time.Duration(l.Spread), time.Duration(l.Fault),
+			time.Duration(l.Backoff), time.Duration(l.Idle), time.Duration(l.IdleLatest))}, true
+}
+
+// idleBefore is r's longest wait between two requests of the controller
+// (its Lease's renewals aside, which go on whatever it does) up to when it
+// converged.
+func idleBefore(r *reports.Result) time.Duration {
+	converged := r.History.Start
+	if converged.IsZero() {
+		converged = r.Started
+	}
+	converged = converged.Add(time.Duration(r.TimeToConverge))
+	var out time.Duration
+	var prev time.Time
+	for _, q := range r.History.Requests {
+		if base(q.Resource) == "leases" {
+			continue
+		}
+		if q.At.After(converged) {
+			break
+		}
+		if !prev.IsZero() {
+			out = max(out, q.At.Sub(prev))
+		}
+		prev = q.At
+	}
+	return out
 }
 
 // faultEffect is how long fault held the controller back in r, from its
@@ -119,10 +161,10 @@ func faultEffect(fault chaos.Spec, r *reports.Result) (effect, backoff time.Dura
 		end = successorRuns(r, last)
 	case fault.Fault == chaos.FaultWatchDelay || fault.Fault == chaos.FaultLatency:
 		end = last.Add(fault.Delay)
+	case endsWatch[fault.Fault] || readsOnly(fault.Target.Verbs):
+		end = relisted(r, fault.Target.Resource, last)
 	case fault.Fault == chaos.FaultThrottle || fault.Fault == chaos.FaultServerError:
 		end = last.Add(time.Duration(fault.RetryAfter) * time.Second)
-	case endsWatch[fault.Fault]:
-		end = relisted(r, fault.Target.Resource, last)
 	}
 	if len(fs) > 1 {
 		backoff = 2 * fs[len(fs)-1].At.Sub(fs[len(fs)-2].At)
@@ -134,6 +176,12 @@ func faultEffect(fault chaos.Spec, r *reports.Result) (effect, backoff time.Dura
 // from a relist.
 var endsWatch = map[string]bool{chaos.FaultWatchExpired: true, chaos.FaultWatchExpiredMidStream: true, chaos.FaultWatchLost: true,
 	chaos.FaultWatchDrop: true, chaos.FaultWatchClose: true, chaos.FaultTombstone: true}
+
+// readsOnly: verbs are an informer's (list, watch): an error answering
+// one ends when the informer lists again, after its own backoff.
+func readsOnly(verbs []string) bool {
+	return len(verbs) > 0 && !slices.ContainsFunc(verbs, func(v string) bool { return v != "list" && v != "watch" })
+}
 
 // relisted is when the controller next listed or watched resource after
 // at; at when it did not.
