@@ -214,6 +214,10 @@ func (e *Exploration) Text() string {
 		fmt.Fprintf(&b, ", of which pruned %s", strings.Join(pruned, ", "))
 	}
 	fmt.Fprintf(&b, "; %d run (%d did not fire, %d errors) in %v\n", c.Run, c.Unfired, c.Errors, time.Duration(e.Wall).Round(time.Millisecond))
+	if n := e.Noise; !n.Empty() {
+		fmt.Fprintf(&b, "%d references disagreed on %d fields, %d objects, %d name families and %d counts: not judged\n",
+			len(e.References), len(n.Fields), len(n.Exists), len(n.Families), len(n.Counts))
+	}
 	if c.Run == 0 && c.Points > 0 {
 		b.WriteString("no point ran: the scenario fails without any fault (see the reference runs)\n")
 	}
