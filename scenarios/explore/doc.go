@@ -50,6 +50,14 @@
 // within that of the fault's end; a single firing allows none); and Poll
 // is how often the goal is judged (scenarios.Poll). Every term is read
 // from the references or from the point's own run; Lateness records them.
+// A late run is a finding only when the controller also idled: its
+// longest wait between two requests (its Lease's renewals aside) before it
+// converged passed the references' longest by more than fault + backoff +
+// Poll. A correct controller that a fault moved onto the world's next
+// beat (a readiness that flaps on its own schedule) converges late but
+// waits no longer than the references did; one that dropped its work
+// waits for a resync. The wait is the controller's as a whole: a key
+// dropped while other keys keep it busy is not told from work.
 //
 // Exploration cannot see what pruning left out: a fault on the fourth and
 // later writes of one signature does not run, so a bug that shows only
