@@ -39,7 +39,7 @@ func (n Noise) Empty() bool {
 	return len(n.Fields)+len(n.Exists)+len(n.Families)+len(n.Counts) == 0
 }
 
-// covers: every noisy metric of n is noisy in m too.
+// coveredBy: every noisy metric of n is noisy in m too.
 func (n Noise) coveredBy(m Noise) bool {
 	sub := func(a, b []string) bool {
 		return !slices.ContainsFunc(a, func(s string) bool { return !slices.Contains(b, s) })
