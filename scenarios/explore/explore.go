@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -40,11 +39,13 @@ type Plan struct {
 	Seed       uint64            `json:"seed"`
 	References []*reports.Result `json:"references"`
 	// Masks are the static masks and, added to them, every field that
-	// differed between the references.
+	// differed between the references (Learned, Noise.Fields).
 	Masks   Masks `json:"masks"`
 	Learned Masks `json:"learned"`
+	// Noise is what the references disagree on: none of it is judged.
+	Noise Noise `json:"noise"`
 	// Counts are the ADDED and DELETED events per object the references
-	// saw: a run judged against them may see any count one of them saw.
+	// saw, for the objects every reference saw as often: one count each.
 	Counts map[string][]EventCount `json:"counts"`
 	// Seen are the objects (resource/name) every reference saw.
 	Seen map[string]bool `json:"seen"`
@@ -63,6 +64,10 @@ type Plan struct {
 	refEnd        map[string]flatObject
 	seenInSome    map[string]bool
 	volatileNames map[string]bool
+	resourceOf    map[string]string // kind -> resource
+	noisyExists   map[string]bool   // flatEnd keys
+	noisyFamily   map[string]bool
+	baseline      baseline
 }
 
 // EventCount is how many times the observer saw an object added and
@@ -108,22 +113,30 @@ var lateStarts = []time.Duration{restartAfter, 3 * restartAfter}
 
 // References are the n reference runs of s (n >= 2): the first two as
 // written, with seeds seed and seed+1; the others with the controller
-// starting late (see lateStarts), seeds following.
+// starting late (see lateStarts), seeds following. MoreReferences says
+// whether they call for more.
 func References(s *scenarios.Scenario, seed uint64, n int) []RefRun {
 	out := make([]RefRun, n)
 	for i := range out {
-		r := *s
-		r.Faults = nil
-		if i >= 2 {
-			late := lateStarts[(i-2)%len(lateStarts)] * time.Duration(1+(i-2)/len(lateStarts))
-			r.Controller.StartAfter += reports.Duration(late)
-			if r.Timing.Deadline > 0 {
-				r.Timing.Deadline += reports.Duration(late) // as long to converge once started
-			}
-		}
-		out[i] = RefRun{Scenario: &r, Seed: seed + uint64(i)}
+		out[i] = referenceRun(s, seed, i, n)
 	}
 	return out
+}
+
+// referenceRun is reference i of an exploration of base references: the
+// i-th of References, and past base the same mix again (i modulo base),
+// with seeds following.
+func referenceRun(s *scenarios.Scenario, seed uint64, i, base int) RefRun {
+	r := *s
+	r.Faults = nil
+	if k := i % max(base, 2); k >= 2 {
+		late := lateStarts[(k-2)%len(lateStarts)] * time.Duration(1+(k-2)/len(lateStarts))
+		r.Controller.StartAfter += reports.Duration(late)
+		if r.Timing.Deadline > 0 {
+			r.Timing.Deadline += reports.Duration(late) // as long to converge once started
+		}
+	}
+	return RefRun{Scenario: &r, Seed: seed + uint64(i)}
 }
 
 // NewPlan learns from the reference runs of s (at least two, the same
@@ -147,33 +160,9 @@ func NewPlan(s *scenarios.Scenario, backend string, seed uint64, refs []*reports
 	p := &Plan{Schema: PlanSchema, Scenario: s, Backend: backend, Seed: seed, References: refs, Counts: map[string][]EventCount{}}
 	p.Masks = DefaultMasks().With(extra).With(worldsStatus(refs))
 	p.Volatile = deletedByOthers(refs)
-	// Learn: every field that differs between two references is masked.
-	first := flatEnd(refs[0], Masks{})
-	inAll := map[string]bool{}
-	for obj := range first {
-		inAll[obj] = true
-	}
-	for _, r := range refs[1:] {
-		other := flatEnd(r, Masks{})
-		for obj := range inAll {
-			if _, ok := other[obj]; !ok {
-				delete(inAll, obj)
-			}
-		}
-		for obj, fields := range other {
-			a, ok := first[obj]
-			if !ok {
-				continue
-			}
-			kind, _, _ := strings.Cut(obj, "\x00")
-			for _, f := range diffFields(a.fields, fields.fields) {
-				if !p.Masks.masked(kind, f) {
-					p.Learned.Paths = appendNew(p.Learned.Paths, shortKind(kind)+":"+f)
-				}
-			}
-		}
-	}
-	sort.Strings(p.Learned.Paths)
+	// Learn: what the references disagree on is noise, never judged.
+	p.Noise = noiseOf(refs, p.Masks)
+	p.Learned.Paths = slices.Clone(p.Noise.Fields)
 	p.Masks = p.Masks.With(p.Learned)
 	// Counts are compared for the objects the controller itself created,
 	// updated or deleted in a reference: pods the world made for a
@@ -193,12 +182,10 @@ func NewPlan(s *scenarios.Scenario, backend string, seed uint64, refs []*reports
 			}
 		}
 	}
-	for obj, cs := range p.Counts {
-		if seenIn[obj] < len(refs) || p.Volatile[obj] {
+	for obj := range p.Counts {
+		if seenIn[obj] < len(refs) || p.Volatile[obj] || slices.Contains(p.Noise.Counts, obj) {
 			delete(p.Counts, obj)
-			continue
 		}
-		sort.Slice(cs, func(i, j int) bool { return cs[i].Added*1000+cs[i].Deleted < cs[j].Added*1000+cs[j].Deleted })
 	}
 	p.Seen = map[string]bool{}
 	for obj, n := range seenIn {

@@ -182,4 +182,8 @@ func TestTextCountsWhatWasPruned(t *testing.T) {
 	assert.Contains(t, text, "100 points found, of which pruned 57 repeats; 43 run")
 	assert.NotContains(t, text, "-57")
 	assert.NotContains(t, text, "writes that failed", "a pass that pruned nothing is not listed")
+	assert.NotContains(t, text, "disagreed")
+	e.References = []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+	e.Noise = Noise{Exists: []string{"configmaps/note-1234567"}, Families: []string{"configmaps/note-"}}
+	assert.Contains(t, e.Text(), "8 references disagreed on 0 fields, 1 objects, 1 name families and 0 counts: not judged")
 }

@@ -33,6 +33,9 @@ type Exploration struct {
 	ReferenceOutcomes []Outcome `json:"referenceOutcomes"`
 	Masks             Masks     `json:"masks"`
 	Learned           Masks     `json:"learned"`
+	// Noise is what the references disagreed on, which no point was
+	// judged by.
+	Noise Noise `json:"noise"`
 	// Wall is how long the exploration took, references included.
 	Wall reports.Duration `json:"wall"`
 }
@@ -114,7 +117,7 @@ var classRank = map[string]int{"reference": 0, Refused: 1, Intermediate: 2, Stal
 func (p *Plan) Summarise(controller string, refs []Outcome, outcomes []Outcome, wall time.Duration) *Exploration {
 	e := &Exploration{Schema: ExplorationSchema, Scenario: p.Scenario.Name, Controller: controller, Backend: p.Backend, Seed: p.Seed,
 		Coverage: Coverage{Found: p.Found, Steps: p.Steps, Points: len(p.Points)}, Outcomes: outcomes, ReferenceOutcomes: refs,
-		Masks: p.Masks, Learned: p.Learned,
+		Masks: p.Masks, Learned: p.Learned, Noise: p.Noise,
 		Wall: reports.Duration(wall)}
 	for _, r := range p.References {
 		e.References = append(e.References, r.Seed)
@@ -211,6 +214,10 @@ func (e *Exploration) Text() string {
 		fmt.Fprintf(&b, ", of which pruned %s", strings.Join(pruned, ", "))
 	}
 	fmt.Fprintf(&b, "; %d run (%d did not fire, %d errors) in %v\n", c.Run, c.Unfired, c.Errors, time.Duration(e.Wall).Round(time.Millisecond))
+	if n := e.Noise; !n.Empty() {
+		fmt.Fprintf(&b, "%d references disagreed on %d fields, %d objects, %d name families and %d counts: not judged\n",
+			len(e.References), len(n.Fields), len(n.Exists), len(n.Families), len(n.Counts))
+	}
 	if c.Run == 0 && c.Points > 0 {
 		b.WriteString("no point ran: the scenario fails without any fault (see the reference runs)\n")
 	}

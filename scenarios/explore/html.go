@@ -16,7 +16,7 @@ var page = template.Must(template.New("exploration").Funcs(template.FuncMap{
 	"join": func(s []string) string { return strings.Join(s, ", ") },
 }).Parse(`<section class="exploration">
 <h2>Exploration of {{.E.Scenario}} ({{.E.Controller}}, seed {{.E.Seed}})</h2>
-<p>{{len .E.Findings}} findings. References: seeds {{range $i, $s := .E.References}}{{if $i}}, {{end}}{{$s}}{{end}} (the first two as written, the others with the controller starting late). {{dur .E.Wall}} in all.</p>
+<p>{{len .E.Findings}} findings. References: seeds {{range $i, $s := .E.References}}{{if $i}}, {{end}}{{$s}}{{end}} (in fours: two as written, two with the controller starting late; more when they disagreed). {{dur .E.Wall}} in all.</p>
 <h3>Coverage</h3>
 <table>
 <tr><th>step</th><th>points before</th><th>after</th></tr>
@@ -35,7 +35,7 @@ var page = template.Must(template.New("exploration").Funcs(template.FuncMap{
 </tr>
 {{end}}</table>{{end}}
 <h3>Masks</h3>
-<p>Static keys: {{join .E.Masks.Keys}}. Learned from the references: {{if .E.Learned.Paths}}{{join .E.Learned.Paths}}{{else}}none{{end}}.</p>
+<p>Static keys: {{join .E.Masks.Keys}}. Learned from the references: {{if .E.Learned.Paths}}{{join .E.Learned.Paths}}{{else}}none{{end}}. Not judged, as the references disagreed on them: objects {{if .E.Noise.Exists}}{{join .E.Noise.Exists}}{{else}}none{{end}}; name families {{if .E.Noise.Families}}{{join .E.Noise.Families}}{{else}}none{{end}}; counts of {{if .E.Noise.Counts}}{{join .E.Noise.Counts}}{{else}}none{{end}}.</p>
 </section>`))
 
 // HTML is the exploration's section of a report: coverage, findings (each

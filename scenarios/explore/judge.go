@@ -1,7 +1,9 @@
 package explore
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +22,9 @@ const (
 	// OracleEvents: an object was added or deleted a number of times no
 	// reference saw.
 	OracleEvents = "events"
+	// OracleLiveness: the run converged later than the references and the
+	// fault's own duration allow (see Lateness).
+	OracleLiveness = "liveness"
 )
 
 // Difference is one way a run differs from the references.
@@ -32,6 +37,8 @@ type Difference struct {
 	Field  string `json:"field,omitempty"`
 	Object string `json:"object,omitempty"`
 	Detail string `json:"detail"`
+	// Lateness is what the liveness oracle measured, for its differences.
+	Lateness *Lateness `json:"lateness,omitempty"`
 }
 
 // key groups differences into findings.
@@ -46,7 +53,7 @@ func (p *Plan) Judge(r *reports.Result) []Difference {
 	for _, key := range sortedKeys(ref) {
 		want := ref[key]
 		have, ok := got[key]
-		if !ok && p.volatile(want.name) {
+		if !ok && (p.volatile(want.name) || p.noisyExists[key]) {
 			continue
 		}
 		if !ok {
@@ -60,8 +67,8 @@ func (p *Plan) Judge(r *reports.Result) []Difference {
 		}
 	}
 	for _, key := range sortedKeys(got) {
-		if _, ok := ref[key]; !ok && !p.volatile(got[key].name) {
-			o := got[key]
+		o := got[key]
+		if _, ok := ref[key]; !ok && !p.volatile(o.name) && !p.noisyExists[key] && !p.noisyFamily[p.familyOf(o.kind, o.name)] {
 			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(o.kind), Field: "(exists)", Object: o.name,
 				Detail: fmt.Sprintf("%s %s exists at the end; no reference run ended with it", shortKind(o.kind), o.name)})
 		}
@@ -79,7 +86,7 @@ func (p *Plan) Judge(r *reports.Result) []Difference {
 	// An object the controller made that no reference ever saw.
 	for _, obj := range sortedKeys(writtenBy(r)) {
 		resource, name, _ := strings.Cut(obj, "/")
-		if p.Seen[obj] || collapse(name) != name || !counts[obj].made() {
+		if p.Seen[obj] || collapse(name) != name || !counts[obj].made() || p.noisyFamily[family(obj)] {
 			continue
 		}
 		if !p.seenInSome[obj] {
@@ -87,6 +94,9 @@ func (p *Plan) Judge(r *reports.Result) []Difference {
 			out = append(out, Difference{Oracle: OracleEvents, Kind: resource, Field: "added/deleted", Object: obj,
 				Detail: fmt.Sprintf("%s added %d and deleted %d times; no reference run had it", obj, c.Added, c.Deleted)})
 		}
+	}
+	if d, late := p.late(r); late {
+		out = append(out, d)
 	}
 	return dedupe(out)
 }
@@ -97,6 +107,25 @@ func (c EventCount) made() bool { return c.Added > 0 }
 // learn derives from the references, once, what every judgement reads.
 func (p *Plan) learn() {
 	p.refEnd = flatEnd(p.References[0], p.Masks)
+	// Objects some references did not end with, keyed as flatEnd keys
+	// them; the name families whose names the references disagree on.
+	p.resourceOf = map[string]string{}
+	inAll := map[string]int{}
+	for _, ref := range p.References {
+		maps.Copy(p.resourceOf, resourcesOf(ref))
+		for key := range flatEnd(ref, p.Masks) {
+			inAll[key]++
+		}
+	}
+	p.noisyExists = map[string]bool{}
+	for key, n := range inAll {
+		p.noisyExists[key] = n < len(p.References)
+	}
+	p.noisyFamily = map[string]bool{}
+	for _, f := range p.Noise.Families {
+		p.noisyFamily[f] = true
+	}
+	p.baseline = baselineOf(p.References)
 	p.seenInSome = map[string]bool{}
 	for _, ref := range p.References {
 		for obj := range eventCounts(ref) {
@@ -108,6 +137,11 @@ func (p *Plan) learn() {
 		_, name, _ := strings.Cut(obj, "/")
 		p.volatileNames[name] = true
 	}
+}
+
+// familyOf is the name family (resource/prefix) of an object at the end.
+func (p *Plan) familyOf(kind, name string) string {
+	return family(cmp.Or(p.resourceOf[kind], shortKind(kind)) + "/" + name)
 }
 
 // volatile: another actor deleted an object of this name in a reference.

@@ -26,7 +26,8 @@ import (
 // ExploreOptions adjust Explore.
 type ExploreOptions struct {
 	// References is how many fault-free runs learn the reference; zero
-	// means explore.DefaultReferences.
+	// means explore.DefaultReferences. When they disagree, up to
+	// explore.MaxReferencesFactor times as many run.
 	References int
 	// Masks add to the default masks: fields the end states may differ in.
 	Masks explore.Masks
@@ -97,13 +98,17 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 	}
 	var refs []*reports.Result
 	var outcomes []explore.Outcome
-	for _, ref := range explore.References(s, seed, max(n, 2)) {
-		t.Run(fmt.Sprintf("reference/seed-%d", ref.Seed), func(t *testing.T) {
-			res := exploreRun(t, ref.Scenario, c, ref.Seed, "")
-			file, _ := reports.Write(dir, res)
-			refs = append(refs, res)
-			outcomes = append(outcomes, explore.RefOutcome(res, filepath.Base(file)))
-		})
+	// More references when they disagree: a controller's own randomness
+	// is learnt before any point is judged.
+	for runs := explore.References(s, seed, max(n, 2)); len(runs) > 0; runs = explore.MoreReferences(s, seed, n, refs, o.Masks) {
+		for _, ref := range runs {
+			t.Run(fmt.Sprintf("reference/seed-%d", ref.Seed), func(t *testing.T) {
+				res := exploreRun(t, ref.Scenario, c, ref.Seed, "")
+				file, _ := reports.Write(dir, res)
+				refs = append(refs, res)
+				outcomes = append(outcomes, explore.RefOutcome(res, filepath.Base(file)))
+			})
+		}
 	}
 	plan, err := explore.NewPlan(s, fake.Name, seed, refs, o.Masks)
 	if err != nil {
