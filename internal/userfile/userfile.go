@@ -1,0 +1,168 @@
+// Package userfile reads the files a user names (a scenario, the object
+// files it names, a result, a kubeconfig) so that no name, however chosen,
+// hangs the reader: only regular files are read, and a named pipe, a
+// device, a socket or a folder is refused, by name and kind, before
+// anything could block on it.
+//
+// A file is checked (stat, links followed) before it is opened, so a device
+// is never opened at all; it is then opened without blocking (O_NONBLOCK)
+// and checked again on the open file, so a regular file swapped for a pipe
+// in between is refused too.
+//
+// It cannot bound a read that blocks inside the kernel on a regular file
+// (a hung network file system); a caller that must not wait for ever
+// needs a deadline of its own.
+package userfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+)
+
+// ErrNotRegular is what NotRegularError matches with errors.Is.
+var ErrNotRegular = errors.New("not a regular file")
+
+// NotRegularError is a named file that is not a regular file.
+type NotRegularError struct {
+	Name string
+	// Kind is what it is instead: "a named pipe (FIFO)", "a folder"...
+	Kind string
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file: only regular files are read", e.Name, e.Kind)
+}
+
+func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
+
+// kind names what a file of mode m is.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "a special file (" + m.Type().String() + ")"
+}
+
+// Check says whether name is a regular file (links followed), without
+// opening it: for a file another program will read.
+func Check(name string) error {
+	st, err := os.Stat(name)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return &NotRegularError{Name: name, Kind: kind(st.Mode())}
+	}
+	return nil
+}
+
+// Open opens name for reading if it is a regular file.
+func Open(name string) (*os.File, error) {
+	return open(name, false)
+}
+
+// open opens name for reading if it is a regular file, or, with dirs, a
+// folder.
+func open(name string, dirs bool) (*os.File, error) {
+	allowed := func(m fs.FileMode) bool { return m.IsRegular() || (dirs && m.IsDir()) }
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !allowed(st.Mode()) {
+		return nil, &NotRegularError{Name: name, Kind: kind(st.Mode())}
+	}
+	// O_NONBLOCK: an open of a pipe put there since the stat returns at
+	// once; on a regular file or a folder the flag changes nothing.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err = f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if !allowed(st.Mode()) {
+		_ = f.Close()
+		return nil, &NotRegularError{Name: name, Kind: kind(st.Mode())}
+	}
+	return f, nil
+}
+
+// TooLargeError is a file larger than its reader reads.
+type TooLargeError struct {
+	Name string
+	Max  int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %d bytes, the most read of it", e.Name, e.Max)
+}
+
+// ReadFile reads the regular file name whole, refusing it when it holds
+// more than max bytes (max <= 0: no bound).
+func ReadFile(name string, max int64) ([]byte, error) {
+	f, err := Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(f, name, max)
+}
+
+func readAll(r io.Reader, name string, max int64) ([]byte, error) {
+	if max <= 0 {
+		return io.ReadAll(r)
+	}
+	// One byte past the bound is enough to refuse it.
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, &TooLargeError{Name: name, Max: max}
+	}
+	return data, nil
+}
+
+// FS is the operating system's files under the folder it names, as an
+// fs.FS whose Open opens regular files as Open does and folders (for
+// fs.ReadDir and fs.Glob), and refuses anything else: a reader of a
+// user's files through it never blocks on a pipe or a device.
+type FS string
+
+var _ fs.FS = FS("/")
+
+// Open opens the file name of the file system, a slash-separated path
+// relative to its root (fs.ValidPath).
+func (root FS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	f, err := open(filepath.Join(string(root), filepath.FromSlash(path.Clean(name))), true)
+	if err != nil {
+		// Nil as an interface, not a nil *os.File.
+		return nil, err
+	}
+	return f, nil
+}
