@@ -69,8 +69,15 @@ func Check(name string) error {
 	if err != nil {
 		return err
 	}
-	if !st.Mode().IsRegular() {
-		return &NotRegularError{Name: name, Kind: kind(st.Mode())}
+	return Regular(name, st.Mode())
+}
+
+// Regular is a NotRegularError for the file name of mode m unless it is a
+// regular file: for readers of an fs.FS other than FS, which can check
+// only before they open.
+func Regular(name string, m fs.FileMode) error {
+	if !m.IsRegular() {
+		return &NotRegularError{Name: name, Kind: kind(m)}
 	}
 	return nil
 }
