@@ -71,5 +71,5 @@ func TestPipesAreRefusedNotWaitedOn(t *testing.T) {
 	assert.ErrorContains(t, err, "objects.yaml is a named pipe (FIFO)")
 	err = loadWithin(t, func() error { _, err := scenarios.ParseFS(os.DirFS(dir), "scenario.yaml", ""); return err })
 	require.ErrorIs(t, err, userfile.ErrNotRegular)
-	assert.EqualError(t, err, "scenario.yaml is a named pipe (FIFO), not a regular file: only regular files are read")
+	assert.EqualError(t, err, "scenario.yaml is a named pipe (FIFO), not a regular file: only regular files are read or written")
 }

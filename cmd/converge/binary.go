@@ -19,6 +19,8 @@ import (
 
 	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
+	"github.com/converge-lab/converge/internal/userfile"
+	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 )
 
@@ -145,7 +147,7 @@ func moduleRoot() (string, error) {
 		return "", err
 	}
 	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		data, err := userfile.ReadFile(filepath.Join(dir, "go.mod"), 0)
 		if err == nil && strings.Contains(string(data), "module github.com/converge-lab/converge\n") {
 			return dir, nil
 		}
@@ -206,7 +208,7 @@ func (t *tests) listCache(files []string) string {
 	}
 	fmt.Fprintf(h, "%s\x00%s\x00", t.run, t.dir)
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := userfile.ReadFile(f, scenarios.MaxFileSize)
 		if err != nil {
 			return ""
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
+	"github.com/converge-lab/converge/internal/userfile"
 	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/sim/fake"
 )
@@ -176,7 +177,7 @@ func runTests(ctx context.Context, t *tests, args []string, inv invocation.Invoc
 }
 
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, 0)
 	if err != nil {
 		return err
 	}

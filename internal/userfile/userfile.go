@@ -1,8 +1,8 @@
-// Package userfile reads the files a user names (a scenario, the object
-// files it names, a result, a kubeconfig) so that no name, however chosen,
-// hangs the reader: only regular files are read, and a named pipe, a
-// device, a socket or a folder is refused, by name and kind, before
-// anything could block on it.
+// Package userfile reads and writes the files a user names (a scenario,
+// the object files it names, a result, a kubeconfig, a JUnit file) so that
+// no name, however chosen, hangs the caller: only regular files are read
+// or written, and a named pipe, a device, a socket or a folder is refused,
+// by name and kind, before anything could block on it.
 //
 // A file is checked (stat, links followed) before it is opened, so a device
 // is never opened at all; it is then opened without blocking (O_NONBLOCK)
@@ -36,7 +36,7 @@ type NotRegularError struct {
 }
 
 func (e *NotRegularError) Error() string {
-	return fmt.Sprintf("%s is %s, not a regular file: only regular files are read", e.Name, e.Kind)
+	return fmt.Sprintf("%s is %s, not a regular file: only regular files are read or written", e.Name, e.Kind)
 }
 
 func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
@@ -112,6 +112,49 @@ func open(name string, dirs bool) (*os.File, error) {
 	if !allowed(st.Mode()) {
 		_ = f.Close()
 		return nil, &NotRegularError{Name: name, Kind: kind(st.Mode())}
+	}
+	return f, nil
+}
+
+// Create creates or truncates name for writing if it is a regular file or
+// not there yet: an open of a pipe for writing waits for a reader.
+func Create(name string) (*os.File, error) {
+	return openWrite(name, os.O_TRUNC)
+}
+
+// Writable says whether name can be written as Create would, creating it
+// empty when it is not there and leaving it as it is otherwise: to find a
+// bad output path before the work that writes it.
+func Writable(name string) error {
+	f, err := openWrite(name, 0)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// openWrite opens name for writing with flag, as Create says.
+func openWrite(name string, flag int) (*os.File, error) {
+	st, err := os.Stat(name)
+	if err == nil {
+		if err := Regular(name, st.Mode()); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	// O_NONBLOCK: an open of a pipe put there since the stat fails at once
+	// (no reader) rather than waiting for one.
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|flag|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if st, err = f.Stat(); err == nil {
+		err = Regular(name, st.Mode())
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
 	}
 	return f, nil
 }

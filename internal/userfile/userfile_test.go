@@ -59,7 +59,7 @@ func TestOnlyRegularFilesAreRead(t *testing.T) {
 	} {
 		err := within(t, "ReadFile "+name, func() error { _, err := ReadFile(name, 0); return err })
 		require.ErrorIs(t, err, ErrNotRegular, name)
-		assert.EqualError(t, err, name+" is "+kind+", not a regular file: only regular files are read")
+		assert.EqualError(t, err, name+" is "+kind+", not a regular file: only regular files are read or written")
 		assert.ErrorIs(t, Check(name), ErrNotRegular, name)
 	}
 	for _, name := range []string{regular, good} {
@@ -100,9 +100,42 @@ func TestFSOpensFoldersAndRegularFilesOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "a", string(data))
 	err = within(t, "fs.ReadFile of a pipe", func() error { _, err := fs.ReadFile(fsys, "b.yaml"); return err })
-	assert.EqualError(t, err, filepath.Join(dir, "b.yaml")+" is a named pipe (FIFO), not a regular file: only regular files are read")
+	assert.EqualError(t, err, filepath.Join(dir, "b.yaml")+" is a named pipe (FIFO), not a regular file: only regular files are read or written")
 	err = within(t, "fs.Stat of a pipe", func() error { _, err := fs.Stat(fsys, "b.yaml"); return err })
 	assert.ErrorIs(t, err, ErrNotRegular)
 	_, err = fsys.Open("../a.yaml")
 	assert.ErrorIs(t, err, fs.ErrInvalid)
+}
+
+// Create writes a regular file, new or old, and refuses a pipe (whose
+// open for writing waits for a reader) or a folder.
+func TestCreateWritesRegularFilesOnly(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "junit.xml")
+	for range 2 {
+		f, err := Create(name)
+		require.NoError(t, err)
+		_, err = f.WriteString("<x/>")
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	data, err := os.ReadFile(name)
+	require.NoError(t, err)
+	assert.Equal(t, "<x/>", string(data), "truncated, not appended")
+
+	fifo := filepath.Join(dir, "fifo.xml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	err = within(t, "Create of a pipe", func() error { _, err := Create(fifo); return err })
+	assert.EqualError(t, err, fifo+" is a named pipe (FIFO), not a regular file: only regular files are read or written")
+	_, err = Create(dir)
+	assert.ErrorIs(t, err, ErrNotRegular)
+	assert.ErrorIs(t, within(t, "Writable of a pipe", func() error { return Writable(fifo) }), ErrNotRegular)
+
+	// Writable leaves a file as it is, and makes one that is not there.
+	require.NoError(t, Writable(name))
+	data, err = os.ReadFile(name)
+	require.NoError(t, err)
+	assert.Equal(t, "<x/>", string(data))
+	require.NoError(t, Writable(filepath.Join(dir, "new.xml")))
+	assert.FileExists(t, filepath.Join(dir, "new.xml"))
 }
