@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -84,7 +83,7 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 // cache, one binary per package folder, and returns it with that folder.
 func buildPackage(ctx context.Context, pkg string, stderr io.Writer) (bin, dir string, err error) {
 	var out, errOut bytes.Buffer
-	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", pkg)
+	list := newChild(ctx, "go list of "+pkg, "go", "list", "-f", "{{.Dir}}", pkg)
 	list.Stdout, list.Stderr = &out, &errOut
 	if err := list.Run(); err != nil {
 		return "", "", usageError{fmt.Errorf("--package %s: %v: %s", pkg, err, strings.TrimSpace(errOut.String()))}
@@ -101,7 +100,7 @@ func buildPackage(ctx context.Context, pkg string, stderr io.Writer) (bin, dir s
 	sum := sha256.Sum256([]byte(dir))
 	bin = filepath.Join(cache, "converge", "tests", filepath.Base(dir)+"-"+hex.EncodeToString(sum[:6])+".test")
 	fmt.Fprintf(stderr, "building the tests of %s into %s\n", dir, bin)
-	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, ".")
+	build := newChild(ctx, "the build of the tests of "+dir, "go", "test", "-c", "-o", bin, ".")
 	build.Dir = dir
 	build.Stdout, build.Stderr = stderr, stderr
 	if err := build.Run(); err != nil {
@@ -132,7 +131,7 @@ func scalerTests(ctx context.Context, stderr io.Writer) (string, error) {
 	}
 	out := filepath.Join(cache, "converge", "converge-scenarios.test")
 	fmt.Fprintln(stderr, "building the scenario tests into", out)
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", out, "./scenarios")
+	cmd := newChild(ctx, "the build of the scenario tests", "go", "test", "-c", "-o", out, "./scenarios")
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
@@ -226,7 +225,7 @@ func (t *tests) listNow(ctx context.Context, files []string) ([]scenariotest.Lis
 	// test of the package would leave to the full matrix.
 	inv := invocation.Default()
 	inv.List, inv.Full, inv.Files = true, true, files
-	cmd := exec.CommandContext(ctx, t.bin, "-test.run", t.run, "-test.count=1")
+	cmd := newChild(ctx, "the listing of the scenarios of "+t.bin, t.bin, "-test.run", t.run, "-test.count=1")
 	cmd.Dir = t.dir
 	cmd.Env = withInvocation(os.Environ(), inv)
 	tail := &tailWriter{max: 20}

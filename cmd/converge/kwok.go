@@ -52,7 +52,7 @@ converge run --backend cluster --kwok start one.`,
 				<-ctx.Done()
 				return nil
 			}
-			c := exec.CommandContext(ctx, args[0], args[1:]...)
+			c := newChild(ctx, "the command "+args[0], args[0], args[1:]...).inForeground()
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
 			c.Env = append(os.Environ(), "KUBECONFIG="+kc.Kubeconfig())
 			if err := c.Run(); err != nil {

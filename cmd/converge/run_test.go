@@ -23,8 +23,13 @@ import (
 
 // TestMain: the scenario tests, the CLI and the users' tests these tests
 // build are built as this binary is (with -race under make test), from
-// the packages go test has compiled already.
+// the packages go test has compiled already. With $CONVERGE_TEST_AS_CLI
+// set, this binary is the converge command itself (main's runMain), for
+// tests that signal a converge process.
 func TestMain(m *testing.M) {
+	if os.Getenv(asCLI) != "" {
+		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	simtest.BuildAsThisBinary()
 	os.Exit(m.Run())
 }
