@@ -39,6 +39,44 @@ type tests struct {
 	// flag is how to name this binary again on a command line ("" for the
 	// default, the scaler's).
 	flag string
+	// replayPackage or replayBinary name these tests from where converge
+	// was started, for the replay commands runs record: go test of the
+	// package, or the binary run directly.
+	replayPackage, replayBinary string
+}
+
+// invocation is what every process of these tests is asked, before what
+// each asks of its own: how to name the tests in a replay command.
+func (t *tests) invocation() invocation.Invocation {
+	inv := invocation.Default()
+	inv.ReplayPackage, inv.ReplayBinary = t.replayPackage, t.replayBinary
+	return inv
+}
+
+// fromHere is path as a command run in converge's folder names it:
+// ./relative below that folder, else absolute (a package's folder may be
+// ../relative, as go test takes it).
+func fromHere(path string, pkg bool) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return abs
+	}
+	rel, err := filepath.Rel(wd, abs)
+	switch {
+	case err != nil:
+		return abs
+	case rel == ".":
+		return "."
+	case !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..":
+		return "./" + filepath.ToSlash(rel)
+	case pkg:
+		return filepath.ToSlash(rel)
+	}
+	return abs
 }
 
 // findTests finds or builds the compiled tests the flags name: --package
@@ -60,6 +98,8 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 		}
 		t.bin, t.dir = bin, dir
 		t.flag = " --package " + text.ShellQuote(f.pkg) + t.flag
+		// As the user named it: go test reads it from where they stand.
+		t.replayPackage = f.pkg
 	case f.testBinary != "":
 		abs, err := filepath.Abs(f.testBinary)
 		if err != nil {
@@ -69,12 +109,18 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 		// was started, as go test would from the package's folder.
 		t.bin, t.dir = abs, ""
 		t.flag = " --test-binary " + text.ShellQuote(abs) + t.flag
+		t.replayBinary = fromHere(abs, false)
 	default:
-		bin, err := scalerTests(ctx, stderr)
+		bin, pkg, err := scalerTests(ctx, stderr)
 		if err != nil {
 			return nil, err
 		}
 		t.bin, t.dir = bin, filepath.Dir(bin)
+		if pkg != "" {
+			t.replayPackage = fromHere(pkg, true)
+		} else {
+			t.replayBinary = fromHere(bin, false)
+		}
 	}
 	return t, nil
 }
@@ -109,21 +155,23 @@ func buildPackage(ctx context.Context, pkg string, stderr io.Writer) (bin, dir s
 	return bin, dir, nil
 }
 
-// scalerTests finds or builds this repository's compiled scenario tests.
-func scalerTests(ctx context.Context, stderr io.Writer) (string, error) {
+// scalerTests finds or builds this repository's compiled scenario tests:
+// the binary, and the folder of its package when it was built from there
+// (a replay is go test of that package; it is the binary otherwise).
+func scalerTests(ctx context.Context, stderr io.Writer) (bin, pkg string, err error) {
 	if env := os.Getenv("CONVERGE_SCENARIOS_TEST"); env != "" {
-		return env, nil
+		return env, "", nil
 	}
 	if self, err := os.Executable(); err == nil {
 		next := filepath.Join(filepath.Dir(self), "converge-scenarios.test")
 		if _, err := os.Stat(next); err == nil {
-			return next, nil
+			return next, "", nil
 		}
 	}
 	// Inside the source tree: build it.
 	root, err := moduleRoot()
 	if err != nil {
-		return "", fmt.Errorf("no compiled scenario tests: build them with `make build` (bin/converge-scenarios.test) or pass --test-binary or --package: %w", err)
+		return "", "", fmt.Errorf("no compiled scenario tests: build them with `make build` (bin/converge-scenarios.test) or pass --test-binary or --package: %w", err)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -135,9 +183,9 @@ func scalerTests(ctx context.Context, stderr io.Writer) (string, error) {
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the scenario tests: %w", err)
+		return "", "", fmt.Errorf("building the scenario tests: %w", err)
 	}
-	return out, nil
+	return out, filepath.Join(root, "scenarios"), nil
 }
 
 func moduleRoot() (string, error) {
@@ -223,7 +271,7 @@ func (t *tests) listNow(ctx context.Context, files []string) ([]scenariotest.Lis
 	// -converge.full: a campaign asks for its backends by name, so every
 	// scenario is listed on every backend it names, whatever a plain go
 	// test of the package would leave to the full matrix.
-	inv := invocation.Default()
+	inv := t.invocation()
 	inv.List, inv.Full, inv.Files = true, true, files
 	cmd := newChild(ctx, "the listing of the scenarios of "+t.bin, t.bin, "-test.run", t.run, "-test.count=1")
 	cmd.Dir = t.dir

@@ -195,7 +195,7 @@ func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker)
 	// outside any run.
 	timeout := p.runTimeout*time.Duration(len(u.names)) + 10*time.Minute
 	args := []string{"-test.run", pattern(u.test, u.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}
-	inv := invocation.Default()
+	inv := p.tests.invocation()
 	inv.Seed, inv.Report, inv.Backends, inv.RunID, inv.RunTimeout, inv.Full = u.seed, p.report, []string{u.backend}, p.runID, p.runTimeout, true
 	if u.files {
 		inv.Files = p.sel.files

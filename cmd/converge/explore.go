@@ -72,7 +72,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	l := p.listed()[0]
 	began := time.Now()
 	base := []string{"-test.run", "^" + regexp.QuoteMeta(strings.Split(l.Test, "/")[0]) + "$", "-test.count=1", "-test.timeout=0"}
-	inv := invocation.Default()
+	inv := p.tests.invocation()
 	inv.Explore, inv.Seed, inv.Report, inv.RunTimeout, inv.RunID = l.Name, f.seed, p.report, f.runTimeout, p.runID
 	inv.Files, inv.ExploreWithoutFaults = p.sel.files, f.withoutFaults
 	planFile := filepath.Join(p.report, "plan.json")

@@ -276,7 +276,14 @@ func TestRunAUsersTests(t *testing.T) {
 	res, err := reports.Read(filepath.Join(report, "mirror_fake_1_mirror.json"))
 	require.NoError(t, err)
 	assert.True(t, res.Pass)
-	assert.Contains(t, res.Replay, "go test ./examples/mirror -count=1 -run '^TestScenarios$/^mirror$/^fake$/^seed-1$'")
+	// The package as it was named, from where converge ran.
+	assert.Contains(t, res.Replay, "go test ../../examples/mirror -count=1 -run '^TestScenarios$/^mirror$/^fake$/^seed-1$'")
+	if !testing.Short() {
+		// It runs: go test builds the package anew, as the user's would.
+		got := inShell(t, ".", res.Replay+" -v")
+		assert.Contains(t, got, "--- PASS: TestScenarios/mirror/fake/seed-1", got)
+		assert.NotRegexp(t, `seed-[02-9]`, got, "that seed alone")
+	}
 
 	_, err = run(t, "run", "mirrror", "--package", pkg, "--report", report)
 	assert.ErrorContains(t, err, `no scenario named "mirrror"; there are: mirror, `)
