@@ -16,6 +16,10 @@ import (
 type children struct {
 	mu      sync.Mutex
 	running map[*exec.Cmd]*child
+	// held are what the command set up outside its children (a kwok
+	// cluster) and takes down itself when it ends: left behind if it is
+	// abandoned.
+	held map[*string]struct{}
 	// killed is set once the command is abandoned: a child started after
 	// that is killed at once.
 	killed bool
@@ -131,8 +135,33 @@ func (c *children) kill() []string {
 		}
 		out = append(out, fmt.Sprintf("%s (pid %d, %s)", ch.what, ch.Process.Pid, how))
 	}
+	for what := range c.held {
+		out = append(out, *what+" (left running)")
+	}
 	slices.Sort(out)
 	return out
+}
+
+// hold notes what the command keeps running outside its children until
+// release is called, so that, if the command is abandoned meanwhile, it is
+// named as left behind. ctx without children holds nothing.
+func hold(ctx context.Context, what string) (release func()) {
+	c, _ := ctx.Value(childrenKey{}).(*children)
+	if c == nil {
+		return func() {}
+	}
+	key := &what
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held == nil {
+		c.held = map[*string]struct{}{}
+	}
+	c.held[key] = struct{}{}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.held, key)
+	}
 }
 
 // abandoned is the line an abandoned command prints: what it was doing.

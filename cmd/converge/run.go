@@ -305,10 +305,12 @@ func (p *plan) startKwok(ctx context.Context, stdout, stderr io.Writer) (stop fu
 	}
 	fmt.Fprintf(stdout, "kwok cluster %s ready in %v\n", kc.Name(), kc.Started.Round(time.Millisecond))
 	p.kwokDir = kc.Workdir()
+	release := hold(ctx, kwokHeld(kc))
 	return func() {
 		if err := kc.Stop(); err != nil {
 			fmt.Fprintf(stderr, "deleting the kwok cluster: %v\n", err)
 		}
+		release()
 	}, nil
 }
 

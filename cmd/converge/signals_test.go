@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -231,4 +232,37 @@ func TestGraceMustBeADuration(t *testing.T) {
 		assert.Equal(t, 2, runMain([]string{"list", "--test-binary", "/nonexistent"}, &bytes.Buffer{}, &stderr), bad)
 		assert.Contains(t, stderr.String(), "$CONVERGE_GRACE=", bad)
 	}
+}
+
+// Abandoning names each child with its pid and what the command left
+// running, kills the children, and kills at once a child started after.
+func TestAbandonKillsAndNames(t *testing.T) {
+	c := &children{}
+	ctx := withChildren(context.Background(), c)
+	release := hold(ctx, "the kwok cluster k")
+	hold(ctx, "the kwok cluster deleted already")()
+	sleeper := newChild(ctx, "a sleeper", "sleep", "600")
+	require.NoError(t, sleeper.Start())
+	ended := func(ch *child) error {
+		done := make(chan error, 1)
+		go func() { done <- ch.Wait() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s still runs", ch.what)
+			return nil
+		}
+	}
+	got := c.kill()
+	assert.Equal(t, []string{
+		"a sleeper (pid " + strconv.Itoa(sleeper.Process.Pid) + ", killed with its process group)",
+		"the kwok cluster k (left running)",
+	}, got)
+	assert.EqualError(t, ended(sleeper), "signal: killed")
+	late := newChild(ctx, "a late sleeper", "sleep", "600")
+	require.NoError(t, late.Start())
+	assert.EqualError(t, ended(late), "signal: killed")
+	release()
+	assert.Equal(t, "interrupted: abandoned the command (no child process was running)", abandoned(c.kill()))
 }
