@@ -78,6 +78,8 @@ type cliProcess struct {
 	stdout, stderr *syncBuffer
 	exited         chan struct{}
 	err            error
+	// sent is when the last signal was sent, ended when converge exited.
+	sent, ended time.Time
 }
 
 // startCLI starts converge (this binary as the CLI) with args and the
@@ -93,6 +95,7 @@ func startCLI(t *testing.T, grace time.Duration, args ...string) *cliProcess {
 	require.NoError(t, p.cmd.Start())
 	go func() {
 		p.err = p.cmd.Wait()
+		p.ended = time.Now()
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
@@ -129,17 +132,23 @@ func stubPid(t *testing.T, p *cliProcess, ready string) int {
 	return pid
 }
 
+// signal sends sig to converge and notes when.
+func (p *cliProcess) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	p.sent = time.Now()
+	require.NoError(t, p.cmd.Process.Signal(sig))
+}
+
 // exitWithin waits for converge to exit, failing t after limit, and
-// returns how long it took and its exit status.
+// returns how long after the last signal it exited and its exit status.
 func (p *cliProcess) exitWithin(t *testing.T, limit time.Duration) (time.Duration, int) {
 	t.Helper()
-	began := time.Now()
 	select {
 	case <-p.exited:
 	case <-time.After(limit):
 		t.Fatalf("converge still runs %v after the signal\nstdout:\n%s\nstderr:\n%s", limit, p.stdout, p.stderr)
 	}
-	took := time.Since(began)
+	took := p.ended.Sub(p.sent)
 	var exit *exec.ExitError
 	if p.err == nil {
 		return took, 0
@@ -181,7 +190,7 @@ func TestFirstSignalWindsDown(t *testing.T) {
 	bin, ready := stuckTests(t, false)
 	p := startCLI(t, time.Minute, "run", "stuck", "--test-binary", bin, "--report", t.TempDir())
 	pid := stubPid(t, p, ready)
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	p.signal(t, syscall.SIGTERM)
 	took, code := p.exitWithin(t, 30*time.Second)
 	assert.Less(t, took, 20*time.Second, "ended by the wind-down, not the grace of a minute")
 	assert.Equal(t, 1, code, "%s%s", p.stdout, p.stderr)
@@ -199,7 +208,7 @@ func TestGraceRunningOutAbandons(t *testing.T) {
 	grace := 2 * time.Second
 	p := startCLI(t, grace, "run", "stuck", "--test-binary", bin, "--report", t.TempDir())
 	pid := stubPid(t, p, ready)
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	p.signal(t, syscall.SIGTERM)
 	took, code := p.exitWithin(t, grace+20*time.Second)
 	assert.GreaterOrEqual(t, took, grace, "the grace is given")
 	assert.Equal(t, 128+int(syscall.SIGTERM), code, "%s%s", p.stdout, p.stderr)
@@ -213,9 +222,9 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	bin, ready := stuckTests(t, true)
 	p := startCLI(t, time.Hour, "run", "stuck", "--test-binary", bin, "--report", t.TempDir())
 	pid := stubPid(t, p, ready)
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	p.signal(t, syscall.SIGTERM)
 	waitFor(t, "converge to say it is stopping", 10*time.Second, func() bool { return strings.Contains(p.stderr.String(), "stopping") })
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	p.signal(t, syscall.SIGINT)
 	took, code := p.exitWithin(t, 20*time.Second)
 	assert.Less(t, took, 10*time.Second)
 	assert.Equal(t, 128+int(syscall.SIGTERM), code, "the first signal's status")
