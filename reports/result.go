@@ -21,6 +21,7 @@ import (
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/internal/duration"
+	"github.com/converge-lab/converge/internal/userfile"
 )
 
 // SchemaVersion is the version of the Result JSON. Read also reads v2
@@ -426,7 +427,8 @@ func Write(dir string, r *Result) (string, error) {
 
 // Read reads a result file.
 func Read(path string) (*Result, error) {
-	data, err := os.ReadFile(path)
+	// Only a regular file: a pipe named as a result would wait for ever.
+	data, err := userfile.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
+	"github.com/converge-lab/converge/internal/userfile"
 	"github.com/converge-lab/converge/sim"
 )
 
@@ -148,7 +149,8 @@ type manifest struct {
 }
 
 // readManifests reads the YAML or JSON documents of a file, or of a
-// folder's files.
+// folder's files: regular files only, checked before they are opened, since
+// an open of a pipe waits for a writer.
 func readManifests(files fs.FS, name string) ([]manifest, error) {
 	info, err := fs.Stat(files, name)
 	if err != nil {
@@ -171,15 +173,13 @@ func readManifests(files fs.FS, name string) ([]manifest, error) {
 		}
 	}
 	var out []manifest
-	total := 0
+	var total int64
 	for _, f := range names {
-		data, err := fs.ReadFile(files, f)
+		data, err := readManifest(files, f, MaxFileSize*10-total)
 		if err != nil {
 			return nil, err
 		}
-		if total += len(data); total > MaxFileSize*10 {
-			return nil, fmt.Errorf("%s: more than %d MiB of manifests", name, MaxFileSize*10>>20)
-		}
+		total += int64(len(data))
 		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 		for n := 1; ; n++ {
 			doc, err := r.Read()
@@ -207,6 +207,31 @@ func readManifests(files fs.FS, name string) ([]manifest, error) {
 		}
 	}
 	return out, nil
+}
+
+// readManifest reads the regular file name of files, at most left bytes of
+// it: the manifests of one entry share MaxFileSize*10.
+func readManifest(files fs.FS, name string, left int64) ([]byte, error) {
+	st, err := fs.Stat(files, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := userfile.Regular(name, st.Mode()); err != nil {
+		return nil, err
+	}
+	f, err := files.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, left+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(data)) > left {
+		return nil, fmt.Errorf("%s: more than %d MiB of manifests", name, MaxFileSize*10>>20)
+	}
+	return data, nil
 }
 
 // expand returns the objects of s, counts expanded, as unstructured

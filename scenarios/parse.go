@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -20,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/converge-lab/converge/internal/userfile"
 	"github.com/converge-lab/converge/reports"
 )
 
@@ -46,14 +46,24 @@ func Load(file string) (*Scenario, error) {
 }
 
 // rootFS reads object files named relative to a scenario file anywhere on
-// the file system, ../ included.
-var rootFS = os.DirFS("/")
+// the file system, ../ included; only regular files and folders, so that a
+// pipe or a device named there is refused rather than waited on.
+var rootFS = userfile.FS("/")
 
 // ParseFS reads and parses the scenario file name of fsys: object files are
 // read from fsys, relative to name's folder. Errors name the file as shown
 // (name when shown is empty).
 func ParseFS(fsys fs.FS, name, shown string) (*Scenario, error) {
 	shown = cmp.Or(shown, name)
+	// Checked before it is opened: an open of a pipe waits for a writer.
+	// (rootFS also refuses one swapped in after the check.)
+	st, err := fs.Stat(fsys, name)
+	if err == nil {
+		err = userfile.Regular(shown, st.Mode())
+	}
+	if e := new(userfile.NotRegularError); errors.As(err, &e) {
+		return nil, &userfile.NotRegularError{Name: shown, Kind: e.Kind}
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", shown, err)

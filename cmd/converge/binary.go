@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
+	"github.com/converge-lab/converge/internal/userfile"
+	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 )
 
@@ -38,6 +39,44 @@ type tests struct {
 	// flag is how to name this binary again on a command line ("" for the
 	// default, the scaler's).
 	flag string
+	// replayPackage or replayBinary name these tests from where converge
+	// was started, for the replay commands runs record: go test of the
+	// package, or the binary run directly.
+	replayPackage, replayBinary string
+}
+
+// invocation is what every process of these tests is asked, before what
+// each asks of its own: how to name the tests in a replay command.
+func (t *tests) invocation() invocation.Invocation {
+	inv := invocation.Default()
+	inv.ReplayPackage, inv.ReplayBinary = t.replayPackage, t.replayBinary
+	return inv
+}
+
+// fromHere is path as a command run in converge's folder names it:
+// ./relative below that folder, else absolute (a package's folder may be
+// ../relative, as go test takes it).
+func fromHere(path string, pkg bool) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return abs
+	}
+	rel, err := filepath.Rel(wd, abs)
+	switch {
+	case err != nil:
+		return abs
+	case rel == ".":
+		return "."
+	case !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..":
+		return "./" + filepath.ToSlash(rel)
+	case pkg:
+		return filepath.ToSlash(rel)
+	}
+	return abs
 }
 
 // findTests finds or builds the compiled tests the flags name: --package
@@ -59,6 +98,8 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 		}
 		t.bin, t.dir = bin, dir
 		t.flag = " --package " + text.ShellQuote(f.pkg) + t.flag
+		// As the user named it: go test reads it from where they stand.
+		t.replayPackage = f.pkg
 	case f.testBinary != "":
 		abs, err := filepath.Abs(f.testBinary)
 		if err != nil {
@@ -68,12 +109,18 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 		// was started, as go test would from the package's folder.
 		t.bin, t.dir = abs, ""
 		t.flag = " --test-binary " + text.ShellQuote(abs) + t.flag
+		t.replayBinary = fromHere(abs, false)
 	default:
-		bin, err := scalerTests(ctx, stderr)
+		bin, pkg, err := scalerTests(ctx, stderr)
 		if err != nil {
 			return nil, err
 		}
 		t.bin, t.dir = bin, filepath.Dir(bin)
+		if pkg != "" {
+			t.replayPackage = fromHere(pkg, true)
+		} else {
+			t.replayBinary = fromHere(bin, false)
+		}
 	}
 	return t, nil
 }
@@ -82,7 +129,7 @@ func findTests(ctx context.Context, f runFlags, stderr io.Writer) (*tests, error
 // cache, one binary per package folder, and returns it with that folder.
 func buildPackage(ctx context.Context, pkg string, stderr io.Writer) (bin, dir string, err error) {
 	var out, errOut bytes.Buffer
-	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", pkg)
+	list := newChild(ctx, "go list of "+pkg, "go", "list", "-f", "{{.Dir}}", pkg)
 	list.Stdout, list.Stderr = &out, &errOut
 	if err := list.Run(); err != nil {
 		return "", "", usageError{fmt.Errorf("--package %s: %v: %s", pkg, err, strings.TrimSpace(errOut.String()))}
@@ -99,7 +146,7 @@ func buildPackage(ctx context.Context, pkg string, stderr io.Writer) (bin, dir s
 	sum := sha256.Sum256([]byte(dir))
 	bin = filepath.Join(cache, "converge", "tests", filepath.Base(dir)+"-"+hex.EncodeToString(sum[:6])+".test")
 	fmt.Fprintf(stderr, "building the tests of %s into %s\n", dir, bin)
-	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, ".")
+	build := newChild(ctx, "the build of the tests of "+dir, "go", "test", "-c", "-o", bin, ".")
 	build.Dir = dir
 	build.Stdout, build.Stderr = stderr, stderr
 	if err := build.Run(); err != nil {
@@ -108,21 +155,23 @@ func buildPackage(ctx context.Context, pkg string, stderr io.Writer) (bin, dir s
 	return bin, dir, nil
 }
 
-// scalerTests finds or builds this repository's compiled scenario tests.
-func scalerTests(ctx context.Context, stderr io.Writer) (string, error) {
+// scalerTests finds or builds this repository's compiled scenario tests:
+// the binary, and the folder of its package when it was built from there
+// (a replay is go test of that package; it is the binary otherwise).
+func scalerTests(ctx context.Context, stderr io.Writer) (bin, pkg string, err error) {
 	if env := os.Getenv("CONVERGE_SCENARIOS_TEST"); env != "" {
-		return env, nil
+		return env, "", nil
 	}
 	if self, err := os.Executable(); err == nil {
 		next := filepath.Join(filepath.Dir(self), "converge-scenarios.test")
 		if _, err := os.Stat(next); err == nil {
-			return next, nil
+			return next, "", nil
 		}
 	}
 	// Inside the source tree: build it.
 	root, err := moduleRoot()
 	if err != nil {
-		return "", fmt.Errorf("no compiled scenario tests: build them with `make build` (bin/converge-scenarios.test) or pass --test-binary or --package: %w", err)
+		return "", "", fmt.Errorf("no compiled scenario tests: build them with `make build` (bin/converge-scenarios.test) or pass --test-binary or --package: %w", err)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -130,13 +179,13 @@ func scalerTests(ctx context.Context, stderr io.Writer) (string, error) {
 	}
 	out := filepath.Join(cache, "converge", "converge-scenarios.test")
 	fmt.Fprintln(stderr, "building the scenario tests into", out)
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", out, "./scenarios")
+	cmd := newChild(ctx, "the build of the scenario tests", "go", "test", "-c", "-o", out, "./scenarios")
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the scenario tests: %w", err)
+		return "", "", fmt.Errorf("building the scenario tests: %w", err)
 	}
-	return out, nil
+	return out, filepath.Join(root, "scenarios"), nil
 }
 
 func moduleRoot() (string, error) {
@@ -145,7 +194,7 @@ func moduleRoot() (string, error) {
 		return "", err
 	}
 	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		data, err := userfile.ReadFile(filepath.Join(dir, "go.mod"), 0)
 		if err == nil && strings.Contains(string(data), "module github.com/converge-lab/converge\n") {
 			return dir, nil
 		}
@@ -206,7 +255,7 @@ func (t *tests) listCache(files []string) string {
 	}
 	fmt.Fprintf(h, "%s\x00%s\x00", t.run, t.dir)
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := userfile.ReadFile(f, scenarios.MaxFileSize)
 		if err != nil {
 			return ""
 		}
@@ -222,9 +271,9 @@ func (t *tests) listNow(ctx context.Context, files []string) ([]scenariotest.Lis
 	// -converge.full: a campaign asks for its backends by name, so every
 	// scenario is listed on every backend it names, whatever a plain go
 	// test of the package would leave to the full matrix.
-	inv := invocation.Default()
+	inv := t.invocation()
 	inv.List, inv.Full, inv.Files = true, true, files
-	cmd := exec.CommandContext(ctx, t.bin, "-test.run", t.run, "-test.count=1")
+	cmd := newChild(ctx, "the listing of the scenarios of "+t.bin, t.bin, "-test.run", t.run, "-test.count=1")
 	cmd.Dir = t.dir
 	cmd.Env = withInvocation(os.Environ(), inv)
 	tail := &tailWriter{max: 20}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -196,7 +195,7 @@ func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker)
 	// outside any run.
 	timeout := p.runTimeout*time.Duration(len(u.names)) + 10*time.Minute
 	args := []string{"-test.run", pattern(u.test, u.names), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}
-	inv := invocation.Default()
+	inv := p.tests.invocation()
 	inv.Seed, inv.Report, inv.Backends, inv.RunID, inv.RunTimeout, inv.Full = u.seed, p.report, []string{u.backend}, p.runID, p.runTimeout, true
 	if u.files {
 		inv.Files = p.sel.files
@@ -213,7 +212,7 @@ func runUnit(ctx context.Context, p *plan, u *unit, log *sharedLog, tr *tracker)
 	stdoutLog, stderrLog := log.lines(), log.lines()
 	defer stdoutLog.flush()
 	defer stderrLog.flush()
-	cmd := exec.CommandContext(ctx, p.tests.bin, args...)
+	cmd := newChild(ctx, fmt.Sprintf("the run of %s on %s, seed %d", strings.Join(u.names, ", "), u.backend, u.seed), p.tests.bin, args...)
 	cmd.Dir = p.tests.dir
 	cmd.Env = withInvocation(childEnv(os.Environ(), p.parallel), inv)
 	cmd.Stderr = io.MultiWriter(stderrLog, tail)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
+	"github.com/converge-lab/converge/internal/userfile"
 	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/sim/fake"
 )
@@ -72,13 +72,13 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	l := p.listed()[0]
 	began := time.Now()
 	base := []string{"-test.run", "^" + regexp.QuoteMeta(strings.Split(l.Test, "/")[0]) + "$", "-test.count=1", "-test.timeout=0"}
-	inv := invocation.Default()
+	inv := p.tests.invocation()
 	inv.Explore, inv.Seed, inv.Report, inv.RunTimeout, inv.RunID = l.Name, f.seed, p.report, f.runTimeout, p.runID
 	inv.Files, inv.ExploreWithoutFaults = p.sel.files, f.withoutFaults
 	planFile := filepath.Join(p.report, "plan.json")
 	inv.ExplorePlan = planFile
 	fmt.Fprintf(stdout, "exploring %s: reference runs\n", l.Name)
-	if err := runTests(ctx, p.tests, base, inv, p.report, stderr); err != nil {
+	if err := runTests(ctx, "the reference runs of "+l.Name, p.tests, base, inv, p.report, stderr); err != nil {
 		return err
 	}
 	plan, err := explore.ReadPlan(planFile)
@@ -103,7 +103,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 			wg.Go(func() {
 				shard := inv
 				shard.ExploreShard = fmt.Sprintf("%d/%d", i, n)
-				errs[i] = runTests(ctx, p.tests, base, shard, p.report, stderr)
+				errs[i] = runTests(ctx, fmt.Sprintf("the points of %s, shard %s", l.Name, shard.ExploreShard), p.tests, base, shard, p.report, stderr)
 			})
 		}
 		wg.Wait()
@@ -152,16 +152,17 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	return nil
 }
 
-// runTests runs the compiled tests with args, their output into the
-// report folder's log; a failure says why with the output's tail.
-func runTests(ctx context.Context, t *tests, args []string, inv invocation.Invocation, report string, stderr io.Writer) error {
+// runTests runs the compiled tests with args, doing what, their output
+// into the report folder's log; a failure says why with the output's
+// tail.
+func runTests(ctx context.Context, what string, t *tests, args []string, inv invocation.Invocation, report string, stderr io.Writer) error {
 	logFile, err := os.OpenFile(filepath.Join(report, "scenarios.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
 	tail := &tailWriter{max: 20}
-	cmd := exec.CommandContext(ctx, t.bin, args...)
+	cmd := newChild(ctx, what, t.bin, args...)
 	cmd.Dir = t.dir
 	cmd.Env = withInvocation(os.Environ(), inv)
 	cmd.Stdout = io.MultiWriter(logFile, tail)
@@ -176,7 +177,7 @@ func runTests(ctx context.Context, t *tests, args []string, inv invocation.Invoc
 }
 
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadFile(path, 0)
 	if err != nil {
 		return err
 	}

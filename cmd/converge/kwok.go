@@ -13,6 +13,11 @@ import (
 	"github.com/converge-lab/converge/sim/kwok"
 )
 
+// kwokHeld names a kwok cluster the command deletes when it ends.
+func kwokHeld(kc *kwok.Cluster) string {
+	return fmt.Sprintf("the kwok cluster %s (its files and pid files in %s)", kc.Name(), kc.Workdir())
+}
+
 // kwokCommand starts a kwokctl cluster of processes and keeps it until
 // interrupted, or runs a command against it.
 func kwokCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
@@ -40,10 +45,12 @@ converge run --backend cluster --kwok start one.`,
 			if err != nil {
 				return err
 			}
+			release := hold(ctx, kwokHeld(kc))
 			defer func() {
 				if err := kc.Stop(); err != nil {
 					fmt.Fprintf(stderr, "deleting the kwok cluster: %v\n", err)
 				}
+				release()
 			}()
 			fmt.Fprintf(stderr, "kwok cluster %s ready in %v\n", kc.Name(), kc.Started.Round(time.Millisecond))
 			if len(args) == 0 {
@@ -52,7 +59,7 @@ converge run --backend cluster --kwok start one.`,
 				<-ctx.Done()
 				return nil
 			}
-			c := exec.CommandContext(ctx, args[0], args[1:]...)
+			c := newChild(ctx, "the command "+args[0], args[0], args[1:]...).inForeground()
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
 			c.Env = append(os.Environ(), "KUBECONFIG="+kc.Kubeconfig())
 			if err := c.Run(); err != nil {

@@ -18,7 +18,7 @@
 // ten-minute scenario takes a fraction of a second; envtest runs share a
 // control plane per process, and cluster runs go to --kubeconfig's cluster
 // or to a kwokctl cluster --kwok starts. docs/reference/cli.md describes
-// every command and flag.
+// every command and flag, and how a command obeys SIGINT and SIGTERM.
 package main
 
 import (
@@ -30,17 +30,81 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "converge:", err)
-		os.Exit(exitCode(err))
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// defaultGrace is how long a command has to wind down after a first
+// SIGINT or SIGTERM unless $CONVERGE_GRACE says otherwise: long enough for
+// its children to end and its summary to be written, short enough that an
+// interrupt is obeyed.
+const defaultGrace = 10 * time.Second
+
+// graceEnv names the variable that sets the grace, as a Go duration.
+const graceEnv = "CONVERGE_GRACE"
+
+// runMain runs the CLI under the interrupt rules: a first SIGINT or
+// SIGTERM cancels the command, which ends its children and writes what it
+// has; a second one, or the grace running out, kills every child's
+// process group and exits at once, 128 + the signal's number, saying what
+// was abandoned. Whatever the command is blocked on, it ends.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	grace := defaultGrace
+	if v := os.Getenv(graceEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fmt.Fprintf(stderr, "converge: $%s=%q: want a positive duration such as 10s\n", graceEnv, v)
+			return 2
+		}
+		grace = d
 	}
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kids := &children{}
+	done := make(chan error, 1)
+	go func() { done <- Run(withChildren(ctx, kids), args, stdout, stderr) }()
+	var first os.Signal
+	var expired <-chan time.Time
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintln(stderr, "converge:", err)
+				return exitCode(err)
+			}
+			return 0
+		case sig := <-signals:
+			if first == nil {
+				first = sig
+				cancel()
+				fmt.Fprintf(stderr, "converge: %v: stopping; exiting at once after %v or on a second signal\n", sig, grace)
+				expired = time.After(grace)
+				continue
+			}
+			fmt.Fprintf(stderr, "converge: %v again: %s\n", sig, abandoned(kids.kill()))
+			return signalStatus(first)
+		case <-expired:
+			fmt.Fprintf(stderr, "converge: still running %v after %v: %s\n", grace, first, abandoned(kids.kill()))
+			return signalStatus(first)
+		}
+	}
+}
+
+// signalStatus is the exit status of a command ended by sig, as a shell
+// reports one: 128 + its number.
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
 }
 
 // errFailed: some run failed its verdict (exit 1); usage errors exit 2.
@@ -84,8 +148,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // rootCommand is the command tree, writing to stdout and stderr.
 func rootCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "converge",
-		Short:         "Run chaos scenarios against a Kubernetes controller and judge whether the world converges",
+		Use:   "converge",
+		Short: "Run chaos scenarios against a Kubernetes controller and judge whether the world converges",
+		Long: `On a first SIGINT or SIGTERM a command stops: it ends the processes it
+started (SIGTERM to each one's process group) and writes what it has, a
+campaign's summary and report of the runs that ended included. A second
+signal, or the grace running out ($CONVERGE_GRACE, 10s unless set), exits
+at once with status 128 + the first signal's number (130, 143), after
+killing every process group it started, each named with its pid.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

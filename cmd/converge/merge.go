@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/converge-lab/converge/internal/userfile"
 	"github.com/converge-lab/converge/reports"
 )
 
@@ -86,11 +87,9 @@ func merge(dirs []string, s summary, stdout io.Writer) error {
 	}
 	if s.junit != "" {
 		// Found now, not after the report is written.
-		f, err := os.OpenFile(s.junit, os.O_WRONLY|os.O_CREATE, 0o644)
-		if err != nil {
+		if err := userfile.Writable(s.junit); err != nil {
 			return usageError{fmt.Errorf("--junit: %w", err)}
 		}
-		_ = f.Close()
 	}
 	results := make([]*reports.Result, 0, len(all))
 	for _, f := range all {

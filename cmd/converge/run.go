@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/converge-lab/converge/internal/text"
+	"github.com/converge-lab/converge/internal/userfile"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
@@ -133,7 +134,7 @@ func (f runFlags) check(ctx context.Context, args []string, stderr io.Writer) (*
 	case len(onCluster) > 0:
 		if f.kubeconfig == "" {
 			errs = append(errs, fmt.Errorf("--backend %s needs --kubeconfig or --kwok", onCluster[0]))
-		} else if _, err := os.Stat(f.kubeconfig); err != nil {
+		} else if err := userfile.Check(f.kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
 		}
 	}
@@ -155,7 +156,9 @@ func (f runFlags) check(ctx context.Context, args []string, stderr io.Writer) (*
 	if f.testBinary != "" {
 		if st, err := os.Stat(f.testBinary); err != nil {
 			errs = append(errs, fmt.Errorf("--test-binary: %w", err))
-		} else if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		} else if err := userfile.Regular(f.testBinary, st.Mode()); err != nil {
+			errs = append(errs, fmt.Errorf("--test-binary: %w", err))
+		} else if st.Mode().Perm()&0o111 == 0 {
 			errs = append(errs, fmt.Errorf("--test-binary %s: not an executable file", f.testBinary))
 		}
 	}
@@ -178,11 +181,9 @@ func (f runFlags) check(ctx context.Context, args []string, stderr io.Writer) (*
 	}
 	if p.junit != "" {
 		// Found now, not after an hour of runs.
-		out, err := os.OpenFile(p.junit, os.O_WRONLY|os.O_CREATE, 0o644)
-		if err != nil {
+		if err := userfile.Writable(p.junit); err != nil {
 			return nil, usageError{fmt.Errorf("--junit: %w", err)}
 		}
-		_ = out.Close()
 	}
 	if p.tests, err = findTests(ctx, f, stderr); err != nil {
 		return nil, err
@@ -304,10 +305,12 @@ func (p *plan) startKwok(ctx context.Context, stdout, stderr io.Writer) (stop fu
 	}
 	fmt.Fprintf(stdout, "kwok cluster %s ready in %v\n", kc.Name(), kc.Started.Round(time.Millisecond))
 	p.kwokDir = kc.Workdir()
+	release := hold(ctx, kwokHeld(kc))
 	return func() {
 		if err := kc.Stop(); err != nil {
 			fmt.Fprintf(stderr, "deleting the kwok cluster: %v\n", err)
 		}
+		release()
 	}, nil
 }
 
@@ -558,7 +561,7 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 }
 
 func writeJUnit(path string, results []*reports.Result) error {
-	out, err := os.Create(path)
+	out, err := userfile.Create(path)
 	if err != nil {
 		return err
 	}

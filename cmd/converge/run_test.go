@@ -23,8 +23,13 @@ import (
 
 // TestMain: the scenario tests, the CLI and the users' tests these tests
 // build are built as this binary is (with -race under make test), from
-// the packages go test has compiled already.
+// the packages go test has compiled already. With $CONVERGE_TEST_AS_CLI
+// set, this binary is the converge command itself (main's runMain), for
+// tests that signal a converge process.
 func TestMain(m *testing.M) {
+	if os.Getenv(asCLI) != "" {
+		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	simtest.BuildAsThisBinary()
 	os.Exit(m.Run())
 }
@@ -271,7 +276,14 @@ func TestRunAUsersTests(t *testing.T) {
 	res, err := reports.Read(filepath.Join(report, "mirror_fake_1_mirror.json"))
 	require.NoError(t, err)
 	assert.True(t, res.Pass)
-	assert.Contains(t, res.Replay, "go test ./examples/mirror -count=1 -run '^TestScenarios$/^mirror$/^fake$/^seed-1$'")
+	// The package as it was named, from where converge ran.
+	assert.Contains(t, res.Replay, "go test ../../examples/mirror -count=1 -run '^TestScenarios$/^mirror$/^fake$/^seed-1$'")
+	if !testing.Short() {
+		// It runs: go test builds the package anew, as the user's would.
+		got := inShell(t, ".", res.Replay+" -v")
+		assert.Contains(t, got, "--- PASS: TestScenarios/mirror/fake/seed-1", got)
+		assert.NotRegexp(t, `seed-[02-9]`, got, "that seed alone")
+	}
 
 	_, err = run(t, "run", "mirrror", "--package", pkg, "--report", report)
 	assert.ErrorContains(t, err, `no scenario named "mirrror"; there are: mirror, `)

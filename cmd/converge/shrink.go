@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/explore"
@@ -71,9 +70,9 @@ than the scaler needs its tests: --package or --test-binary.`,
 			root := strings.Split(listed[0].Test, "/")[0]
 			began := time.Now()
 			args2 := []string{"-test.run", "^" + regexp.QuoteMeta(root) + "$", "-test.count=1", "-test.timeout=0", "-test.v"}
-			inv := invocation.Default()
+			inv := t.invocation()
 			inv.Shrink, inv.Report = abs, dir
-			if err := runTests(ctx, t, args2, inv, dir, stderr); err != nil {
+			if err := runTests(ctx, "the shrinking of "+args[0], t, args2, inv, dir, stderr); err != nil {
 				return err
 			}
 			var out struct {

@@ -65,6 +65,12 @@ type Invocation struct {
 	ExploreShard string
 	// Shrink names a failing run's result file to shrink instead.
 	Shrink string
+	// ReplayPackage and ReplayBinary say how the replay command a run
+	// records names these tests, from where the user asked for the run
+	// (converge's folder): go test of that package, or that compiled test
+	// binary run directly. Neither: go test of the test's own package,
+	// from its module's root.
+	ReplayPackage, ReplayBinary string
 }
 
 // Default is the invocation of a plain go test.
@@ -102,6 +108,8 @@ func fields() []field {
 		{"explore-without-faults", "explore the world of a scenario that has faults, without them", func(i *Invocation) flag.Value { return (*boolValue)(&i.ExploreWithoutFaults) }},
 		{"explore-shard", "i/n: run shard i (0-based) of n of the plan's points, writing outcomes-i.json into -converge.report", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExploreShard) }},
 		{"shrink", "shrink the failing run of this result file instead of running the list", func(i *Invocation) flag.Value { return (*stringValue)(&i.Shrink) }},
+		{"replay-package", "the package replay commands give go test, as named from where the run was asked for", func(i *Invocation) flag.Value { return (*stringValue)(&i.ReplayPackage) }},
+		{"replay-binary", "the compiled test binary replay commands run, as named from where the run was asked for", func(i *Invocation) flag.Value { return (*stringValue)(&i.ReplayBinary) }},
 	}
 }
 

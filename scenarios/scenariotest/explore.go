@@ -142,7 +142,7 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points 
 				t.Error(err)
 				return
 			}
-			res := exploreRun(t, s, c, plan.Seed, fileReplay(root, s.Name, plan.Seed, file))
+			res := exploreRun(t, s, c, plan.Seed, fileReplay(current(t), root, s.Name, plan.Seed, file))
 			path, err := reports.Write(dir, res)
 			if err != nil {
 				t.Errorf("writing the result: %v", err)
@@ -218,15 +218,15 @@ func writeScenario(file string, s *scenarios.Scenario) error {
 	return os.WriteFile(file, y, 0o644)
 }
 
-// fileReplay is the go test command that runs scenario file through the
-// test root (one that calls Run or RunScenarios) on fake.
-func fileReplay(root, name string, seed uint64, file string) string {
+// fileReplay is the command that runs scenario file through the test root
+// (one that calls Run or RunScenarios) on fake, run as from says (goTest).
+func fileReplay(from invocation.Invocation, root, name string, seed uint64, file string) string {
 	if abs, err := filepath.Abs(file); err == nil {
 		file = abs
 	}
 	inv := invocation.Default()
 	inv.Seed, inv.Backends, inv.Files = seed, []string{fake.Name}, []string{file}
-	return goTest(inv, fmt.Sprintf("^%s$/^%s$/^%s$/^seed-%d$", regexp.QuoteMeta(root), regexp.QuoteMeta(name), regexp.QuoteMeta(fake.Name), seed))
+	return goTest(from, inv, fmt.Sprintf("^%s$/^%s$/^%s$/^seed-%d$", regexp.QuoteMeta(root), regexp.QuoteMeta(name), regexp.QuoteMeta(fake.Name), seed))
 }
 
 // exploreFlags runs the exploration the -converge.explore flags ask for,

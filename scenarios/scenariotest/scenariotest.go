@@ -565,8 +565,9 @@ func sameJudgedAgain(t *testing.T, s *scenarios.Scenario, res *reports.Result) {
 	}
 }
 
-// replay is the go test command that runs t again: from the module's
-// root when the test runs inside one, else from the package's folder.
+// replay is the command that runs t again (goTest): from where converge's
+// user stands when converge ran it, else from the module's root when the
+// test runs inside one, else from the package's folder.
 func replay(t *testing.T, inv invocation.Invocation, backend string, seed uint64, file string) string {
 	parts := strings.Split(t.Name(), "/")
 	for i, p := range parts {
@@ -586,18 +587,26 @@ func replay(t *testing.T, inv invocation.Invocation, backend string, seed uint64
 			again.Kwok = "start" // the folder may be gone by then
 		}
 	}
-	return goTest(again, strings.Join(parts, "/"))
+	return goTest(inv, again, strings.Join(parts, "/"))
 }
 
-// goTest is the go test command that runs the tests run matches, asking
-// for inv: as -converge.* flags where this binary registers them (Main),
-// else in $CONVERGE_FLAGS.
-func goTest(inv invocation.Invocation, run string) string {
+// goTest is the command that runs the tests run matches, asking for inv:
+// as -converge.* flags where this binary registers them (Main), else in
+// $CONVERGE_FLAGS. It runs the tests as from says (converge names them
+// from where its user stands), else with go test of this package from
+// its module's root.
+func goTest(from, inv invocation.Invocation, run string) string {
+	flags := registered() != nil
+	if from.ReplayBinary != "" {
+		return inv.Command(flags, text.ShellQuote(from.ReplayBinary)+" -test.count=1 -test.run "+text.ShellQuote(run))
+	}
 	cmd := "go test"
-	if pkg := packageFromRoot(); pkg != "" {
+	if from.ReplayPackage != "" {
+		cmd += " " + text.ShellQuote(from.ReplayPackage)
+	} else if pkg := packageFromRoot(); pkg != "" {
 		cmd += " " + pkg
 	}
-	return inv.Command(registered() != nil, cmd+" -count=1 -run "+text.ShellQuote(run))
+	return inv.Command(flags, cmd+" -count=1 -run "+text.ShellQuote(run))
 }
 
 // packageFromRoot is the test's package as a path from its module's root

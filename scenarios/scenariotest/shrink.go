@@ -95,7 +95,7 @@ func Shrink(t *testing.T, r *reports.Result, c scenarios.Controller, o ShrinkOpt
 		return nil, err
 	}
 	root, _, _ := strings.Cut(t.Name(), "/")
-	so := &ShrinkOutcome{Shrunk: out, File: file, Replay: fileReplay(root, shrunk.Name, out.Seed, file)}
+	so := &ShrinkOutcome{Shrunk: out, File: file, Replay: fileReplay(current(t), root, shrunk.Name, out.Seed, file)}
 	b, err := json.MarshalIndent(so, "", " ")
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, "shrunk.json"), b, 0o644)
