@@ -69,7 +69,7 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 		if err != nil {
 			return
 		}
-		value := in.Set.Value
+		value := withNow(in.Set.Value, time.Now())
 		if s, ok := value.(string); ok {
 			value = strings.ReplaceAll(s, "{{n}}", strconv.Itoa(n))
 		}

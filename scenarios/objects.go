@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -93,6 +94,7 @@ func checkManifest(m Object, count int) []string {
 	if count > 1 && name != "" && !strings.Contains(name, indexMark) {
 		out = append(out, fmt.Sprintf("metadata.name %q: %d copies need %s in their name", name, count, indexMark))
 	}
+	out = append(out, checkNow(map[string]any(m), "")...)
 	if name != "" {
 		longest := strings.ReplaceAll(name, indexMark, strconv.Itoa(max(count-1, 0)))
 		if msgs := validation.IsDNS1123Subdomain(longest); len(msgs) > 0 {
@@ -349,7 +351,9 @@ func createObjects(ctx context.Context, cfg *rest.Config, k *kube, s *Scenario) 
 	if len(crds) > 0 {
 		k.mapper.Reset()
 	}
+	now := time.Now()
 	for _, u := range objs {
+		u.Object = withNow(u.Object, now).(map[string]any)
 		client, m, err := k.resource(u.GroupVersionKind())
 		if err != nil {
 			return 0, fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)

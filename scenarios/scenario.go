@@ -67,7 +67,9 @@ type Scenario struct {
 // Objects are manifests the harness creates at the start: a file or folder
 // of YAML documents (relative to the scenario file), or one manifest
 // inline. With Count, each is created Count times, "{{index}}" in any of
-// its strings replaced by 0..Count-1.
+// its strings replaced by 0..Count-1. "{{now}}", "{{now+5s}}" or
+// "{{now-1h}}" in a string is the run's start, offset so, in RFC 3339
+// (UTC, to the second): a manifest can say "five seconds from now".
 type Objects struct {
 	File     string `json:"file,omitempty"`
 	Manifest Object `json:"manifest,omitempty"`
@@ -142,7 +144,9 @@ type Interference struct {
 type SetField struct {
 	Path string `json:"path"`
 	// Value is any JSON value: a string, a number, true or false, a list,
-	// an object.
+	// an object. "{{now}}", "{{now+5s}}" or "{{now-1h}}" in any of its
+	// strings is the instant of the write, offset so, in RFC 3339 (UTC, to
+	// the second).
 	Value any `json:"value,omitempty"`
 	// Remove removes the field at Path instead.
 	Remove bool `json:"remove,omitempty"`
@@ -529,9 +533,12 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 			} else {
 				// The API server drops a field its kind cannot hold: the
 				// actor would do nothing, silently.
-				if errs := schemas.of(in.Select).CheckValue(p, in.Set.Value); len(errs) > 0 {
+				if errs := schemas.of(in.Select).CheckValue(p, withNow(in.Set.Value, time.Time{})); len(errs) > 0 {
 					bad(path+".set", "%s", errs[0])
 				}
+			}
+			for _, msg := range checkNow(in.Set.Value, "") {
+				bad(path+".set.value", "%s", strings.TrimPrefix(msg, ": "))
 			}
 			switch b, _ := json.Marshal(in.Set.Value); {
 			case in.Set.Remove && in.Set.Value != nil:

@@ -400,3 +400,46 @@ timing: {deadline: 1m, settle: 5s}
 		})
 	}
 }
+
+// "{{now+5s}}" in a manifest is five seconds after the run's start, in
+// the API's own time format, on the fake backend's virtual clock too; an
+// interference's "{{now}}" is the instant it writes; a malformed offset is
+// refused at load.
+func TestManifestsWriteTimesRelativeToTheRun(t *testing.T) {
+	head := `
+name: expiry
+catches: a time written as from the run's start
+objects:
+  - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: a, annotations: {expires: "{{now+5s}}"}}}
+`
+	s, err := scenarios.Parse("expiry.yaml", []byte(head+`
+world:
+  interference:
+    - every: 3s
+      count: 1
+      select: {apiVersion: v1, kind: ConfigMap}
+      set: {path: data.touched, value: "at {{now}}"}
+goal:
+  objects:
+    - select: {apiVersion: v1, kind: ConfigMap, name: a}
+      condition: >
+        timestamp(object.metadata.annotations['expires']) - timestamp(object.metadata.creationTimestamp) == duration('5s') &&
+        object.data.touched == 'at ' + string(timestamp(object.metadata.creationTimestamp) + duration('3s'))
+timing: {deadline: 1m, settle: 5s}
+`))
+	require.NoError(t, err)
+	synctest.Test(t, func(t *testing.T) {
+		res := scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: labeller{}})
+		require.Empty(t, res.Error)
+		assert.True(t, res.Pass, "%v", res.Reasons)
+	})
+	_, err = scenarios.Parse("expiry.yaml", []byte(head+`
+world:
+  interference:
+    - every: 3s
+      select: {apiVersion: v1, kind: ConfigMap}
+      set: {path: data.touched, value: "{{now+3 days}}"}
+`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `world.interference[0].set.value: {{now+3 days}}: the offset must be a duration such as 5s or 1h30m`)
+}
