@@ -351,6 +351,8 @@ type Sample struct {
 	QueueDepth int       `json:"queueDepth"`
 	Reconciles int64     `json:"reconciles"`
 	Retries    int64     `json:"retries"`
+	// CountsRetries: every instance's probe counts its retries.
+	CountsRetries bool `json:"countsRetries,omitempty"`
 }
 
 // Series is one field of one object over time, as the observer saw it:

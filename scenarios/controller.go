@@ -194,7 +194,13 @@ type Probe struct {
 	// Busy: some key is being worked on.
 	Busy       bool
 	Reconciles int64
-	Retries    int64
+	// Retries counts the keys put back after an error (AddRateLimited,
+	// or a Reconcile's error or requeue), the run through.
+	Retries int64
+	// CountsRetries: Retries is kept as said, so a failed write it does
+	// not count was not retried (check retries-failed-writes); without
+	// it, only the write sent again shows a retry.
+	CountsRetries bool
 }
 
 // Command is a controller binary run out of process, through the fault

@@ -147,7 +147,7 @@ func (r *run) goal(g *check.GoalClock, now time.Time) (ok bool, why string, agai
 // returns each instance's probe.
 func (r *run) sample(now time.Time) map[*instance]Probe {
 	r.mu.Lock()
-	var total Probe
+	total := Probe{CountsRetries: true}
 	probes := make(map[*instance]Probe, len(r.instances))
 	for _, in := range r.instances {
 		if p, ok := in.runner.(Prober); ok {
@@ -156,11 +156,12 @@ func (r *run) sample(now time.Time) map[*instance]Probe {
 			total.QueueDepth += pr.QueueDepth
 			total.Reconciles += pr.Reconciles
 			total.Retries += pr.Retries
+			total.CountsRetries = total.CountsRetries && pr.CountsRetries
 		}
 	}
 	r.mu.Unlock()
 	if len(probes) > 0 {
-		r.hist.sample(reports.Sample{At: now, QueueDepth: total.QueueDepth, Reconciles: total.Reconciles, Retries: total.Retries})
+		r.hist.sample(reports.Sample{At: now, QueueDepth: total.QueueDepth, Reconciles: total.Reconciles, Retries: total.Retries, CountsRetries: total.CountsRetries})
 	}
 	return probes
 }

@@ -132,7 +132,7 @@ func (h *history) sample(s reports.Sample) {
 	defer h.mu.Unlock()
 	if n := len(h.h.Samples); n > 0 {
 		last := h.h.Samples[n-1]
-		if last.QueueDepth == s.QueueDepth && last.Reconciles == s.Reconciles && last.Retries == s.Retries {
+		if last.QueueDepth == s.QueueDepth && last.Reconciles == s.Reconciles && last.Retries == s.Retries && last.CountsRetries == s.CountsRetries {
 			return
 		}
 	}

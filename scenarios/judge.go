@@ -78,6 +78,7 @@ func rules(s *Scenario) check.Rules {
 		return check.Selector{APIVersion: x.APIVersion, Kind: x.Kind, Name: x.Name, Labels: x.Labels}
 	}
 	r := check.Rules{Busy: s.Goal.Busy, Settle: time.Duration(s.Timing.Settle), Deadline: time.Duration(s.Timing.Deadline), FaultsEnd: s.FaultsEnd(),
+		RetryWithin: time.Duration(s.Timing.RetryWithin),
 		Budgets: check.Budgets{WritesPerObject: s.Budgets.WritesPerObject, Reconciles: s.Budgets.Reconciles, Requests: s.Budgets.Requests},
 		Faults:  s.Faults, Allow: s.Allow}
 	for _, inv := range s.Invariants {

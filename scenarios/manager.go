@@ -200,6 +200,8 @@ func (r *managerRunner) Probe() Probe {
 		Busy:       now.active > r.base.active,
 		Reconciles: int64(max(now.reconciles-r.base.reconciles, 0)),
 		Retries:    int64(max(now.retries-r.base.retries, 0)),
+		// controller-runtime's workqueue_retries_total.
+		CountsRetries: true,
 	}
 }
 

@@ -274,7 +274,14 @@ type Timing struct {
 	Deadline Duration `json:"deadline,omitempty"`
 	// Settle is how long the goal must hold. Zero means 30s.
 	Settle Duration `json:"settle,omitempty"`
+	// RetryWithin bounds how long after a write the harness failed (an
+	// injected 409, 429 or 5xx) the controller may take to show it will
+	// retry it (check retries-failed-writes). Zero means 10s.
+	RetryWithin Duration `json:"retryWithin,omitempty"`
 }
+
+// DefaultRetryWithin is Timing.RetryWithin when a scenario sets none.
+const DefaultRetryWithin = 10 * time.Second
 
 // Budgets fail a run that converged too expensively. Zero means no budget.
 type Budgets struct {
@@ -333,6 +340,7 @@ func (s Scenario) withDefaults() Scenario {
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, Duration(15*time.Second))
 	s.Timing.Deadline = cmp.Or(s.Timing.Deadline, Duration(5*time.Minute))
 	s.Timing.Settle = cmp.Or(s.Timing.Settle, Duration(30*time.Second))
+	s.Timing.RetryWithin = cmp.Or(s.Timing.RetryWithin, Duration(DefaultRetryWithin))
 	s.World.Interference = slices.Clone(s.World.Interference)
 	for i := range s.World.Interference {
 		in := &s.World.Interference[i]
@@ -456,11 +464,14 @@ func (s Scenario) Validate() error {
 	}
 	validateController(s, bad)
 	validateExpectations(s, bad, func(e valueError) { errs = append(errs, e) })
-	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 {
+	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 || s.Timing.RetryWithin < 0 {
 		bad("timing", "durations must not be negative")
 	}
 	if s.Timing.Deadline > Duration(MaxDeadline) {
 		bad("timing.deadline", "at most %v, got %v", MaxDeadline, time.Duration(s.Timing.Deadline))
+	}
+	if s.Timing.RetryWithin > Duration(MaxDeadline) {
+		bad("timing.retryWithin", "at most %v, got %v", MaxDeadline, time.Duration(s.Timing.RetryWithin))
 	}
 	if d, st := def.Timing.Deadline, def.Timing.Settle; st >= d {
 		bad("timing.settle", "the settle window (%v) must be shorter than the deadline (%v)", time.Duration(st), time.Duration(d))

@@ -162,7 +162,7 @@ func (k *kit) Run(ctx context.Context) error {
 // Probe shows the instance's inside to the harness.
 func (k *kit) Probe() scenarios.Probe {
 	return scenarios.Probe{Leading: k.leading.Load(), QueueDepth: k.queue.Len(), Busy: k.busy.Load() > 0,
-		Reconciles: k.reconciles.Load(), Retries: k.retries.Load()}
+		Reconciles: k.reconciles.Load(), Retries: k.retries.Load(), CountsRetries: true}
 }
 
 func handlers(k *kit) error {

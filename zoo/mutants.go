@@ -112,6 +112,11 @@ func Mutants() []Mutant {
 			p.next = nextGivesUp
 			return p
 		}},
+		{Name: "drops-on-conflict", Bug: "a pass that meets a 409 is over and its key forgotten: nothing scales the Deployment until the next event about it or its pods", p: func() pieces {
+			p := correct()
+			p.next = nextDropsOnConflict
+			return p
+		}},
 		{Name: "no-cooldown", Bug: "doubles again as soon as pods are not ready, without waiting for new pods", p: func() pieces {
 			p := correct()
 			p.settled = actAtOnce
@@ -272,6 +277,26 @@ func nextGivesUp(k *kit, ctx context.Context) bool {
 		return true
 	}
 	k.queue.Forget(key)
+	return true
+}
+
+// nextDropsOnConflict retries a failing key with backoff, except after a
+// conflict: the object changed, the developer thought, so an event will
+// bring the key back.
+func nextDropsOnConflict(k *kit, ctx context.Context) bool {
+	key, release, ok := k.take()
+	if !ok {
+		return false
+	}
+	defer release()
+	err := k.p.reconcile(k, ctx, key)
+	switch {
+	case err == nil, apierrors.IsConflict(err):
+		k.queue.Forget(key)
+	default:
+		k.retries.Add(1)
+		k.queue.AddRateLimited(key)
+	}
 	return true
 }
 

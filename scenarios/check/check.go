@@ -62,6 +62,7 @@ func All() []Check {
 		budgetWrites(),
 		budgetReconciles(),
 		budgetRequests(),
+		retriesFailedWrites(),
 		faultsFire(),
 		noVacuousCheck(),
 		harness(),
@@ -140,7 +141,10 @@ type Rules struct {
 	Busy bool
 	// Settle, Deadline and FaultsEnd count from the run's start.
 	Settle, Deadline, FaultsEnd time.Duration
-	Budgets                     Budgets
+	// RetryWithin bounds the wait for a sign that a failed write will be
+	// retried (retries-failed-writes); zero means 10s.
+	RetryWithin time.Duration
+	Budgets     Budgets
 	Faults                      []chaos.Spec
 	// Allow names built-in checks the scenario lets break.
 	Allow []string

@@ -136,7 +136,7 @@ func (s *runner) Probe() scenarios.Probe {
 	if err != nil {
 		return scenarios.Probe{}
 	}
-	var p scenarios.Probe
+	p := scenarios.Probe{CountsRetries: true}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
 			switch f.GetName() {

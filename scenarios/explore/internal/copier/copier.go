@@ -164,7 +164,7 @@ func (k *copier) Run(ctx context.Context) error {
 // Probe shows the queue to the harness.
 func (k *copier) Probe() scenarios.Probe {
 	return scenarios.Probe{Leading: true, QueueDepth: k.queue.Len(), Busy: k.busy.Load() > 0,
-		Reconciles: k.reconciles.Load(), Retries: k.retries.Load()}
+		Reconciles: k.reconciles.Load(), Retries: k.retries.Load(), CountsRetries: true}
 }
 
 func (k *copier) next(ctx context.Context) bool {
