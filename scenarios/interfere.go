@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-lab/converge/scenarios/expect"
@@ -65,6 +67,25 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 			}
 			return
 		}
+		if p := in.Patch; p != nil {
+			pt, what := types.MergePatchType, "merge patch"
+			if p.Type == JSONPatch {
+				pt, what = types.JSONPatchType, "json patch"
+			}
+			var sub []string
+			if p.Subresource != "" {
+				sub = []string{p.Subresource}
+				what += " of " + p.Subresource
+			}
+			data, err := json.Marshal(withN(withNow(p.Patch, time.Now()), n))
+			if err != nil {
+				r.fail(fmt.Errorf("%s: its patch: %w", who, err))
+				return
+			}
+			_, err = client.Patch(ctx, name, pt, data, metav1.PatchOptions{}, sub...)
+			r.acted(ctx, err, who, what, target.GetKind(), name)
+			return
+		}
 		cur, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return
@@ -82,15 +103,43 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 			return
 		}
 		_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
-		switch {
-		case err == nil:
-			r.hist.log(time.Now(), fmt.Sprintf("%s: %s of %s %s", who, what, target.GetKind(), name))
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-			r.hist.log(time.Now(), fmt.Sprintf("%s skipped: %s of %s %s: %v", who, what, target.GetKind(), name, err))
-		case ctx.Err() == nil:
-			r.fail(fmt.Errorf("%s could not %s of %s %s: the API server answered: %w", who, what, target.GetKind(), name, err))
-		}
+		r.acted(ctx, err, who, what, target.GetKind(), name)
 	})
+}
+
+// acted logs an interfering write, or skips one that met a conflict or
+// found the object gone; any other refusal ends the run as the harness's
+// error.
+func (r *run) acted(ctx context.Context, err error, who, what, kind, name string) {
+	switch {
+	case err == nil:
+		r.hist.log(time.Now(), fmt.Sprintf("%s: %s of %s %s", who, what, kind, name))
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		r.hist.log(time.Now(), fmt.Sprintf("%s skipped: %s of %s %s: %v", who, what, kind, name, err))
+	case ctx.Err() == nil:
+		r.fail(fmt.Errorf("%s could not %s of %s %s: the API server answered: %w", who, what, kind, name, err))
+	}
+}
+
+// withN copies v with "{{n}}" in its strings replaced by n.
+func withN(v any, n int) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = withN(e, n)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withN(e, n)
+		}
+		return out
+	case string:
+		return strings.ReplaceAll(x, "{{n}}", strconv.Itoa(n))
+	}
+	return v
 }
 
 // setField sets value at path in obj, making the maps on the way, or

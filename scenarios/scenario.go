@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -117,9 +118,9 @@ func (r Readiness) Model() world.Model {
 }
 
 // Interference is another actor acting on the objects Select matches, in
-// turn (by name), every Every until Until: it sets a field (Set), or
-// deletes the object (Delete). A write that meets a conflict is skipped,
-// as a tool that does not retry would.
+// turn (by name), every Every until Until: it sets a field (Set), sends a
+// patch (Patch), or deletes the object (Delete). A write that meets a
+// conflict is skipped, as a tool that does not retry would.
 type Interference struct {
 	Every Duration `json:"every"`
 	// Until, from the start of the run. Zero means half the deadline.
@@ -136,9 +137,32 @@ type Interference struct {
 	// the actor) or its absence ends the run as the harness's error, naming
 	// the step and the server's answer: it is no verdict on the controller.
 	Set *SetField `json:"set,omitempty"`
+	// Patch sends a patch to the object, or to its subresource, refused
+	// as Set's write is.
+	Patch *PatchStep `json:"patch,omitempty"`
 	// Delete deletes the object, at once (grace period 0).
 	Delete bool `json:"delete,omitempty"`
 }
+
+// PatchStep is a patch an interfering actor sends.
+type PatchStep struct {
+	// Type is merge (a JSON merge patch, RFC 7386: an object; the
+	// default) or json (a JSON patch, RFC 6902: a list of operations).
+	Type string `json:"type,omitempty"`
+	// Subresource, such as status, is patched instead of the object.
+	Subresource string `json:"subresource,omitempty"`
+	// Patch is the patch, written as YAML or JSON, at most 1024 bytes as
+	// JSON. "{{n}}" in its strings is the count of the action, and
+	// "{{now}}", "{{now+5s}}" or "{{now-1h}}" the instant of the write,
+	// as in Set.
+	Patch any `json:"patch"`
+}
+
+// The patch types a PatchStep names.
+const (
+	MergePatch = "merge"
+	JSONPatch  = "json"
+)
 
 // SetField is a field an interfering actor writes, or removes.
 type SetField struct {
@@ -536,8 +560,12 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 			bad(path+".select", "%s", msg)
 		}
 		switch {
-		case (in.Set == nil) == !in.Delete:
-			bad(path, "say what the actor does: set or delete, one of them")
+		case countTrue(in.Set != nil, in.Patch != nil, in.Delete) != 1:
+			bad(path, "say what the actor does: set, patch or delete, one of them")
+		case in.Patch != nil:
+			for _, msg := range checkPatch(*in.Patch) {
+				bad(path+".patch", "%s", msg)
+			}
 		case in.Set != nil:
 			if p, err := expect.ParsePath(in.Set.Path); err != nil {
 				bad(path+".set.path", "%v", err)
@@ -745,4 +773,57 @@ func (s Scenario) injections() ([]chaos.Injection, error) {
 		out = append(out, in)
 	}
 	return out, nil
+}
+
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// jsonPatchOps are the operations of RFC 6902.
+var jsonPatchOps = []string{"add", "remove", "replace", "move", "copy", "test"}
+
+// subresourceName is what a subresource's name can be.
+var subresourceName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// checkPatch lists what is wrong with p.
+func checkPatch(p PatchStep) []string {
+	var out []string
+	if p.Subresource != "" && !subresourceName.MatchString(p.Subresource) {
+		out = append(out, fmt.Sprintf("subresource %q: lower-case letters, digits and dashes, such as status", p.Subresource))
+	}
+	switch p.Type {
+	case "", MergePatch:
+		if _, ok := p.Patch.(map[string]any); !ok {
+			out = append(out, "a merge patch is an object, such as {spec: {replicas: 5}}")
+		}
+	case JSONPatch:
+		ops, ok := p.Patch.([]any)
+		if !ok || len(ops) == 0 {
+			out = append(out, "a json patch is a list of operations, such as [{op: replace, path: /spec/replicas, value: 5}]")
+			break
+		}
+		for i, o := range ops {
+			op, _ := o.(map[string]any)
+			name, _ := op["op"].(string)
+			at, _ := op["path"].(string)
+			switch {
+			case !slices.Contains(jsonPatchOps, name):
+				out = append(out, fmt.Sprintf("patch[%d].op: one of %s", i, strings.Join(jsonPatchOps, ", ")))
+			case !strings.HasPrefix(at, "/"):
+				out = append(out, fmt.Sprintf("patch[%d].path: a JSON pointer, such as /spec/replicas", i))
+			}
+		}
+	default:
+		out = append(out, fmt.Sprintf("type %q: merge or json", p.Type))
+	}
+	if b, _ := json.Marshal(p.Patch); len(b) > 1024 {
+		out = append(out, fmt.Sprintf("at most 1024 bytes as JSON, got %d", len(b)))
+	}
+	return append(out, checkNow(p.Patch, "")...)
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -209,6 +210,47 @@ func TestInterferenceSetsAnyValue(t *testing.T) {
 	s := *base
 	s.World.Interference = []scenarios.Interference{{Every: scenarios.Duration(time.Second), Select: deployments, Set: &scenarios.SetField{Path: "spec.replicas"}}}
 	assert.ErrorContains(t, s.Validate(), "give a value, or remove: true")
+
+	// Patches: merge (the default) and json, on the object or a
+	// subresource, with {{n}} and {{now}} in their strings.
+	labelled := func(res *reports.Result, key, value string) bool {
+		return slices.ContainsFunc(res.History.Events, func(e reports.WatchEvent) bool {
+			labels, _, _ := unstructured.NestedStringMap(e.Object, "metadata", "labels")
+			return e.Object["kind"] == "Deployment" && labels[key] == value
+		})
+	}
+	res = run(t, scenarios.Interference{Every: scenarios.Duration(time.Second), Count: 2, Select: deployments,
+		Patch: &scenarios.PatchStep{Patch: map[string]any{"metadata": map[string]any{"labels": map[string]any{"touched": "n{{n}}"}}}}})
+	require.Empty(t, res.Error)
+	assert.True(t, logged(res, "interference 0: merge patch of Deployment web-0"), "%v", res.History.Log)
+	assert.True(t, labelled(res, "touched", "n1"), "the second patch's label")
+	res = run(t, scenarios.Interference{Every: scenarios.Duration(time.Second), Count: 1, Select: deployments,
+		Patch: &scenarios.PatchStep{Type: scenarios.JSONPatch, Patch: []any{map[string]any{"op": "add", "path": "/metadata/labels/json", "value": "yes"}}}})
+	require.Empty(t, res.Error)
+	assert.True(t, logged(res, "interference 0: json patch of Deployment web-0"), "%v", res.History.Log)
+	assert.True(t, labelled(res, "json", "yes"))
+	res = run(t, scenarios.Interference{Every: scenarios.Duration(time.Second), Count: 1, Select: deployments,
+		Patch: &scenarios.PatchStep{Subresource: "status", Patch: map[string]any{"status": map[string]any{"replicas": "many"}}}})
+	require.False(t, res.Pass)
+	assert.Contains(t, res.Error, "interference 0 could not merge patch of status of Deployment web-0: the API server answered:")
+
+	for _, tc := range []struct {
+		patch scenarios.PatchStep
+		want  string
+	}{
+		{scenarios.PatchStep{Patch: []any{"x"}}, "a merge patch is an object"},
+		{scenarios.PatchStep{Type: "strategic", Patch: map[string]any{}}, `type "strategic": merge or json`},
+		{scenarios.PatchStep{Type: scenarios.JSONPatch, Patch: []any{map[string]any{"op": "frob", "path": "/a"}}}, "patch[0].op: one of add, remove"},
+		{scenarios.PatchStep{Type: scenarios.JSONPatch, Patch: []any{map[string]any{"op": "add", "path": "a"}}}, "patch[0].path: a JSON pointer"},
+		{scenarios.PatchStep{Subresource: "../x", Patch: map[string]any{}}, `subresource "../x"`},
+		{scenarios.PatchStep{Patch: map[string]any{"a": "{{now+1y}}"}}, "a: {{now+1y}}: the offset must be a duration"},
+	} {
+		s.World.Interference = []scenarios.Interference{{Every: scenarios.Duration(time.Second), Select: deployments, Patch: &tc.patch}}
+		assert.ErrorContains(t, s.Validate(), "world.interference[0].patch: "+tc.want)
+	}
+	s.World.Interference = []scenarios.Interference{{Every: scenarios.Duration(time.Second), Select: deployments, Delete: true,
+		Patch: &scenarios.PatchStep{Patch: map[string]any{}}}}
+	assert.ErrorContains(t, s.Validate(), "set, patch or delete, one of them")
 }
 
 // labeller labels every ConfigMap seen=yes, through an informer, the way
