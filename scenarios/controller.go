@@ -199,7 +199,7 @@ type Probe struct {
 	Retries int64
 	// CountsRetries: Retries is kept as said, so a failed write it does
 	// not count was not retried (check retries-failed-writes); without
-	// it, only the write sent again shows a retry.
+	// it, only the object written again shows a retry.
 	CountsRetries bool
 }
 

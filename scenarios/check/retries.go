@@ -20,7 +20,7 @@ const defaultRetryWithin = 10 * time.Second
 func retriesFailedWrites() Check {
 	return Check{
 		Name: RetriesFailedWrites, Kind: reports.KindInvariant, Invariant: true,
-		Catches: "work dropped after an error: a write that a fault of the run failed (an injected 409, 429 or 5xx: the server's state did not change, so no event will bring the work back) after which, within timing.retryWithin (10 s unless the scenario says), the controller neither counted a retry (its probe's retries did not grow) nor sent that write again. A resync or an unrelated event would heal it later, so the goal alone misses it. Judged for a controller with a probe (Prober, Manager): without one, a retry that finds nothing to do cannot be told from a dropped key. Not judged past the run's end or the instance's.",
+		Catches: "work dropped after an error: a write that a fault of the run failed (an injected 409, 429 or 5xx: the server's state did not change, so no event will bring the work back) after which, within timing.retryWithin (10 s unless the scenario says), the controller showed no retry: its probe's retries did not grow, where the probe counts them (Probe.CountsRetries: the scaler, Manager); elsewhere, the instance did not write that object again. A resync or an unrelated event would heal it later, so the goal alone misses it. Judged for a controller with a probe (Prober, Manager): without one, a retry that finds nothing to do cannot be told from a dropped key. Not judged past the run's end or the instance's.",
 		Reads:   "the injected failures (History.Faults) against the requests (History.Requests), the probe's retries (History.Samples) and the instances' lives (History.Lives)",
 		judge:   judgeRetries,
 	}
@@ -50,7 +50,7 @@ func judgeRetries(j *judging) {
 			continue
 		}
 		j.find(Finding(RetriesFailedWrites, q.At, RequestSubject(q), &q, fmt.Sprintf(
-			"instance %d's %s %s %s met an injected %d, and in the %v after it the instance neither counted a retry nor sent the write again: the work was dropped until some later event brings it back",
+			"instance %d's %s %s %s met an injected %d, and in the %v after it the instance neither counted a retry nor wrote the object again: the work was dropped until some later event brings it back",
 			q.Instance, q.Verb, q.Resource, q.Name, q.Code, within)))
 	}
 }
@@ -109,13 +109,17 @@ func (j *judging) retriedBy(at, by time.Time) (counted, retried bool) {
 	return counted, retried
 }
 
-// sentAgain: the same instance sent q's write again, by by.
+// sentAgain: the same instance wrote q's object again, by by, whatever
+// the verb or the subresource (a create retried finds the object made and
+// updates it).
 func sentAgain(after []reports.Request, q reports.Request, by time.Time) bool {
+	resource, _, _ := strings.Cut(q.Resource, "/")
 	for _, r := range after {
 		if r.At.After(by) {
 			return false
 		}
-		if r.Instance == q.Instance && r.Verb == q.Verb && r.Resource == q.Resource && r.Namespace == q.Namespace && r.Name == q.Name {
+		res, _, _ := strings.Cut(r.Resource, "/")
+		if r.Instance == q.Instance && IsWrite(r.Verb) && res == resource && r.Namespace == q.Namespace && r.Name == q.Name {
 			return true
 		}
 	}

@@ -13,15 +13,15 @@ import (
 
 // A write failed by a fault must be followed, within RetryWithin, by a
 // retry the probe counts (or, when the probe does not count retries, by
-// the write sent again); a failure the server made itself, one past the
+// the object written again); a failure the server made itself, one past the
 // run's end and one without a probe are not judged.
 func TestRetriesFailedWrites(t *testing.T) {
 	t0 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	failed := reports.Request{At: at(time.Second), Verb: "patch", Resource: "deployments", Namespace: "ns", Name: "web", Code: 409}
 	firing := chaos.Firing{At: failed.At, Fault: "conflict", Request: "patch deployments ns/web", Outcome: "answered 409 Conflict"}
-	again := failed
-	again.At, again.Code = at(3*time.Second), 200
+	again := failed // a create retried finds the object made
+	again.Verb, again.At, again.Code = "update", at(3*time.Second), 200
 	sample := func(d time.Duration, retries int64, counts bool) reports.Sample {
 		return reports.Sample{At: at(d), Retries: retries, CountsRetries: counts}
 	}
@@ -33,9 +33,9 @@ func TestRetriesFailedWrites(t *testing.T) {
 	}{
 		{"retry counted", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 0, true), sample(1100*time.Millisecond, 1, true)}, Polls: polls}, false},
-		{"no retry counted, the write sent again on an event", reports.History{Requests: []reports.Request{failed, again}, Faults: []chaos.Firing{firing},
+		{"no retry counted, the object written again on an event", reports.History{Requests: []reports.Request{failed, again}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 2, true), sample(20*time.Second, 3, true)}, Polls: polls}, true},
-		{"a probe that does not count retries, the write sent again", reports.History{Requests: []reports.Request{failed, again}, Faults: []chaos.Firing{firing},
+		{"a probe that does not count retries, the object written again", reports.History{Requests: []reports.Request{failed, again}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 0, false)}, Polls: polls}, false},
 		{"a probe that does not count retries, nothing sent", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 0, false)}, Polls: polls}, true},
