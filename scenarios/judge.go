@@ -79,8 +79,8 @@ func rules(s *Scenario) check.Rules {
 	}
 	r := check.Rules{Busy: s.Goal.Busy, Settle: time.Duration(s.Timing.Settle), Deadline: time.Duration(s.Timing.Deadline), FaultsEnd: s.FaultsEnd(),
 		RetryWithin: time.Duration(s.Timing.RetryWithin),
-		Budgets: check.Budgets{WritesPerObject: s.Budgets.WritesPerObject, Reconciles: s.Budgets.Reconciles, Requests: s.Budgets.Requests},
-		Faults:  s.Faults, Allow: s.Allow}
+		Budgets:     check.Budgets{WritesPerObject: s.Budgets.WritesPerObject, Reconciles: s.Budgets.Reconciles, Requests: s.Budgets.Requests},
+		Faults:      s.Faults, Allow: s.Allow}
 	for _, inv := range s.Invariants {
 		r.Invariants = append(r.Invariants, check.Invariant{Name: inv.Name, Select: sel(inv.Select), Rule: inv.Rule, MayBeVacuous: inv.MayBeVacuous})
 	}

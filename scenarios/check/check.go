@@ -145,7 +145,7 @@ type Rules struct {
 	// retried (retries-failed-writes); zero means 10s.
 	RetryWithin time.Duration
 	Budgets     Budgets
-	Faults                      []chaos.Spec
+	Faults      []chaos.Spec
 	// Allow names built-in checks the scenario lets break.
 	Allow []string
 }
