@@ -1,6 +1,7 @@
 package scenariotest
 
 import (
+	"flag"
 	"testing"
 	"time"
 
@@ -175,4 +176,21 @@ func TestPlanSkipsTheProfilesNamed(t *testing.T) {
 
 	_, _, _, err = plan(suite, Options{Faults: true, SkipProfiles: map[string]string{"conflict": "typo"}}, invocation.Default())
 	assert.ErrorContains(t, err, `SkipProfiles names "conflict", which is no fault profile`)
+}
+
+// The estimate counts only the runs -test.run selects: a replay of one
+// scenario is not refused for the cost of the whole list.
+func TestRunPatternSelects(t *testing.T) {
+	assert.Equal(t, []string{"^TestScenarios$", "^web-(a|b/c)$", `fa\/ke`, "[/]"}, splitRunPattern(`^TestScenarios$/^web-(a|b/c)$/fa\/ke/[/]`))
+	f := flag.Lookup("test.run")
+	require.NotNil(t, f)
+	old := f.Value.String()
+	t.Cleanup(func() { require.NoError(t, flag.Set("test.run", old)) })
+	require.NoError(t, flag.Set("test.run", "^"+t.Name()+"$/^baseline$/envtest"))
+	assert.True(t, runSelects(t, "baseline"))
+	assert.False(t, runSelects(t, "tombstone"))
+	assert.True(t, runSelects(t, "baseline", "envtest"))
+	assert.False(t, runSelects(t, "baseline", "fake"))
+	require.NoError(t, flag.Set("test.run", ""))
+	assert.True(t, runSelects(t, "tombstone", "fake"))
 }

@@ -651,7 +651,20 @@ func fitsDeadline(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 			parallel = n
 		}
 	}
-	e := estimate(list, inv.Backends, inv.Seeds, sideBySide, parallel)
+	// go test runs only what -test.run selects: the rest costs nothing.
+	var selected []*scenarios.Scenario
+	var kinds []string
+	for _, s := range list {
+		if runSelects(t, s.Name) {
+			selected = append(selected, s)
+		}
+	}
+	for _, b := range inv.Backends {
+		if slices.ContainsFunc(selected, func(s *scenarios.Scenario) bool { return runSelects(t, s.Name, b) }) {
+			kinds = append(kinds, b)
+		}
+	}
+	e := estimate(selected, kinds, inv.Seeds, sideBySide, parallel)
 	e.deferred = deferred
 	t.Log(e)
 	deadline, ok := t.Deadline()
@@ -659,6 +672,54 @@ func fitsDeadline(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		return nil
 	}
 	return e.fits(time.Until(deadline))
+}
+
+// runSelects says whether -test.run may select the subtest of t at path
+// (a scenario's name, then a backend's), as go test matches it: each
+// element of the pattern, split at slashes, a regular expression matched
+// against the name at its level.
+func runSelects(t *testing.T, path ...string) bool {
+	f := flag.Lookup("test.run")
+	if f == nil || f.Value.String() == "" {
+		return true
+	}
+	elems := splitRunPattern(f.Value.String())
+	for i, name := range append(strings.Split(t.Name(), "/"), path...) {
+		if i >= len(elems) {
+			return true
+		}
+		re, err := regexp.Compile(elems[i])
+		if err != nil {
+			return true // go test refuses it first
+		}
+		if !re.MatchString(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitRunPattern splits a -test.run pattern at the slashes outside
+// brackets and parentheses.
+func splitRunPattern(p string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth = max(depth-1, 0)
+		case '/':
+			if depth == 0 {
+				out = append(out, p[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, p[start:])
 }
 
 // runTime is what a list of scenarios costs: its runs in virtual and in
