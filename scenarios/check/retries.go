@@ -20,7 +20,7 @@ const defaultRetryWithin = 10 * time.Second
 func retriesFailedWrites() Check {
 	return Check{
 		Name: RetriesFailedWrites, Kind: reports.KindInvariant, Invariant: true,
-		Catches: "work dropped after an error: a write that a fault of the run failed (an injected 409, 429 or 5xx: the server's state did not change, so no event will bring the work back) after which, within timing.retryWithin (10 s unless the scenario says), the controller showed no retry: its probe's retries did not grow, where the probe counts them (Probe.CountsRetries: the scaler, Manager); elsewhere, the instance did not write that object again. A resync or an unrelated event would heal it later, so the goal alone misses it. Judged for a controller with a probe (Prober, Manager): without one, a retry that finds nothing to do cannot be told from a dropped key. Not judged past the run's end or the instance's.",
+		Catches: "work dropped after an error: a write (Leases and Events aside: an event is best effort, a Lease is renewed on its own clock) that a fault of the run failed (an injected 409, 429 or 5xx: the server's state did not change, so no event will bring the work back) after which, within timing.retryWithin (10 s unless the scenario says), the controller showed no retry: its probe's retries did not grow, where the probe counts them (Probe.CountsRetries: the scaler, Manager); elsewhere, the instance did not write that object again. A resync or an unrelated event would heal it later, so the goal alone misses it. Judged for a controller with a probe (Prober, Manager): without one, a retry that finds nothing to do cannot be told from a dropped key. Not judged past the run's end or the instance's.",
 		Reads:   "the injected failures (History.Faults) against the requests (History.Requests), the probe's retries (History.Samples) and the instances' lives (History.Lives)",
 		judge:   judgeRetries,
 	}
@@ -37,7 +37,8 @@ func judgeRetries(j *judging) {
 	end := j.h.Polls[len(j.h.Polls)-1].At
 	failed := injectedFailures(j.h.Faults)
 	for k, q := range j.h.Requests {
-		if !IsWrite(q.Verb) || !retriable(q.Code) || !failed[failure{q.At, requestString(q)}] {
+		resource, _, _ := strings.Cut(q.Resource, "/")
+		if !IsWrite(q.Verb) || Bookkeeping(resource) || !retriable(q.Code) || !failed[failure{q.At, requestString(q)}] {
 			continue
 		}
 		by := q.At.Add(within)

@@ -20,6 +20,8 @@ func TestRetriesFailedWrites(t *testing.T) {
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	failed := reports.Request{At: at(time.Second), Verb: "patch", Resource: "deployments", Namespace: "ns", Name: "web", Code: 409}
 	firing := chaos.Firing{At: failed.At, Fault: "conflict", Request: "patch deployments ns/web", Outcome: "answered 409 Conflict"}
+	event := reports.Request{At: at(time.Second), Verb: "create", Resource: "events", Namespace: "ns", Name: "web.1", Code: 503}
+	eventFiring := chaos.Firing{At: event.At, Fault: "server-error", Request: "create events ns/web.1", Outcome: "answered 503 Service Unavailable"}
 	again := failed // a create retried finds the object made
 	again.Verb, again.At, again.Code = "update", at(3*time.Second), 200
 	sample := func(d time.Duration, retries int64, counts bool) reports.Sample {
@@ -45,6 +47,8 @@ func TestRetriesFailedWrites(t *testing.T) {
 			Samples: []reports.Sample{sample(0, 0, true)}, Polls: polls[:1]}, false},
 		{"the instance ends first", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 0, true)}, Polls: polls, Lives: []reports.Life{{Started: t0, Ended: at(2 * time.Second)}}}, false},
+		{"an Event, best effort", reports.History{Requests: []reports.Request{event}, Faults: []chaos.Firing{eventFiring},
+			Samples: []reports.Sample{sample(0, 0, true)}, Polls: polls}, false},
 		{"no probe", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing}, Polls: polls}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
