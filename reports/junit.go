@@ -17,6 +17,7 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Time     float64      `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
@@ -26,6 +27,7 @@ type junitSuite struct {
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
 	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
 	Time     float64     `xml:"time,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -36,6 +38,7 @@ type junitCase struct {
 	Time      float64       `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
@@ -47,7 +50,8 @@ type junitMessage struct {
 
 // WriteJUnit writes one test case per result (scenario/backend/seed), in a
 // suite per backend; a failed verdict is a failure with its reasons, a run
-// that could not be carried out an error.
+// that could not be carried out an error, one whose fault profile does not
+// apply to the controller skipped (Result.Skipped).
 func WriteJUnit(w io.Writer, results []*Result) error {
 	var out junitSuites
 	suites := map[string]int{}
@@ -73,6 +77,9 @@ func WriteJUnit(w io.Writer, results []*Result) error {
 			c.Failure = &junitMessage{Message: text.FirstLine(strings.Join(r.Reasons, "; ")), Type: "verdict",
 				Body: strings.Join(slices.Concat(r.Reasons, r.Notes), "\n") + "\n\nreplay: " + r.Replay}
 			s.Failures++
+		case r.Skipped() != "":
+			c.Skipped = &junitMessage{Message: r.Skipped(), Type: "skipped"}
+			s.Skipped++
 		}
 		s.Tests++
 		s.Time += c.Time
@@ -82,6 +89,7 @@ func WriteJUnit(w io.Writer, results []*Result) error {
 		out.Tests += s.Tests
 		out.Failures += s.Failures
 		out.Errors += s.Errors
+		out.Skipped += s.Skipped
 		out.Time += s.Time
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {

@@ -567,3 +567,23 @@ func ReadDir(dir string) ([]*Result, error) {
 	}
 	return out, errors.Join(errs...)
 }
+
+// Skipped says why r did not run what it names, or "": it passed, and
+// every fault of the profile it ran under matched no request of the
+// controller (Inapplicable), so the profile does not apply to it.
+func (r *Result) Skipped() string {
+	if !r.Pass || r.Error != "" || len(r.Unfired) > 0 || len(r.Inapplicable) == 0 {
+		return ""
+	}
+	profile, n := "", 0
+	for _, f := range r.Plan {
+		if f.Profile != "" {
+			profile = f.Profile
+			n++
+		}
+	}
+	if n != len(r.Inapplicable) {
+		return ""
+	}
+	return fmt.Sprintf("the %s profile does not apply: none of its faults matched a request of the controller (%s)", profile, strings.Join(r.Inapplicable, ", "))
+}

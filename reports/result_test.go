@@ -100,12 +100,22 @@ func TestDurationsAreStrings(t *testing.T) {
 func TestJUnit(t *testing.T) {
 	errored := sample("partition", false)
 	errored.Error = "starting the envtest backend: no assets"
+	// A profile none of whose faults matched a request is skipped; one
+	// with a fault that did is not.
+	skipped := sample("baseline-conflicts", true)
+	skipped.Plan = []chaos.Spec{{Fault: "conflict", Profile: "conflicts"}}
+	skipped.Inapplicable = []string{"fault 0 (conflict)"}
+	applied := sample("baseline-server-errors", true)
+	applied.Plan = []chaos.Spec{{Fault: "server-error", Profile: "server-errors"}, {Fault: "throttle", Profile: "server-errors"}}
+	applied.Inapplicable = []string{"fault 1 (throttle)"}
+	assert.Empty(t, applied.Skipped())
 	var buf bytes.Buffer
-	require.NoError(t, reports.WriteJUnit(&buf, []*reports.Result{sample("baseline", true), sample("tombstone", false), errored}))
+	require.NoError(t, reports.WriteJUnit(&buf, []*reports.Result{sample("baseline", true), sample("tombstone", false), errored, skipped, applied}))
 	var doc struct {
 		Tests    int `xml:"tests,attr"`
 		Failures int `xml:"failures,attr"`
 		Errors   int `xml:"errors,attr"`
+		Skipped  int `xml:"skipped,attr"`
 		Suites   []struct {
 			Name  string `xml:"name,attr"`
 			Cases []struct {
@@ -114,13 +124,21 @@ func TestJUnit(t *testing.T) {
 					Message string `xml:"message,attr"`
 					Body    string `xml:",chardata"`
 				} `xml:"failure"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"skipped"`
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
 	require.NoError(t, xml.Unmarshal(buf.Bytes(), &doc), buf.String())
-	assert.Equal(t, 3, doc.Tests)
+	assert.Equal(t, 5, doc.Tests)
 	assert.Equal(t, 1, doc.Failures)
 	assert.Equal(t, 1, doc.Errors)
+	assert.Equal(t, 1, doc.Skipped)
+	require.NotNil(t, doc.Suites[0].Cases[3].Skipped)
+	assert.Equal(t, "the conflicts profile does not apply: none of its faults matched a request of the controller (fault 0 (conflict))",
+		doc.Suites[0].Cases[3].Skipped.Message)
+	assert.Nil(t, doc.Suites[0].Cases[4].Skipped)
 	require.Len(t, doc.Suites, 1)
 	assert.Equal(t, "converge/fake", doc.Suites[0].Name)
 	c := doc.Suites[0].Cases[1]

@@ -226,7 +226,7 @@ done
 	for i := 1; i <= 4; i++ {
 		assert.Contains(t, out, fmt.Sprintf("PASS  lives-%d/fake/seed-1", i))
 	}
-	assert.Contains(t, out, "5 runs, 0 failed, 0 with a fault or check that never fired, 1 without a result")
+	assert.Contains(t, out, "5 runs, 0 failed, 0 with a fault or check that never fired, 1 without a result, 0 skipped")
 }
 
 // campaignManifests decodes config/campaign/job.yaml, strictly.

@@ -522,6 +522,13 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 			fmt.Fprintf(stdout, "\nnote: %s/%s/seed-%d proves nothing about what never fired: %s\n", r.Scenario, r.Backend, r.Seed, strings.Join(r.Unfired, ", "))
 		}
 	}
+	skipped := 0
+	for _, r := range results {
+		if why := r.Skipped(); why != "" {
+			skipped++
+			fmt.Fprintf(stdout, "\nSKIPPED %s/%s/seed-%d: %s\n", r.Scenario, r.Backend, r.Seed, why)
+		}
+	}
 	for _, k := range missing {
 		fmt.Fprintf(stdout, "\nNO RESULT %s: the run did not finish; see %s\n", k, filepath.Join(p.report, "scenarios.log"))
 	}
@@ -537,8 +544,8 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 	if took > 0 {
 		in = ", in " + took.Round(time.Millisecond).String()
 	}
-	fmt.Fprintf(stdout, "\n%d runs, %d failed, %d with a fault or check that never fired, %d without a result%s\nresults: %s\n",
-		len(results)+len(missing), failed, unfired, len(missing), in, p.report)
+	fmt.Fprintf(stdout, "\n%d runs, %d failed, %d with a fault or check that never fired, %d without a result, %d skipped%s\nresults: %s\n",
+		len(results)+len(missing), failed, unfired, len(missing), skipped, in, p.report)
 	if p.log {
 		fmt.Fprintf(stdout, "logs:    %s\n", filepath.Join(p.report, "scenarios.log"))
 	}

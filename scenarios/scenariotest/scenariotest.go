@@ -511,29 +511,13 @@ func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenar
 	if len(res.Unfired) > 0 {
 		t.Errorf("%s on %s, seed %d: never fired: %s (the scenario proves nothing about them)\nreplay: %s", s.Name, backend, seed, strings.Join(res.Unfired, ", "), res.Replay)
 	}
-	if profile, all := inapplicable(s, res); profile != "" && res.Pass && len(res.Unfired) == 0 {
-		if all {
-			t.Skipf("SKIPPED: the %s profile does not apply: none of its faults matched a request of the controller (%s)", profile, strings.Join(res.Inapplicable, ", "))
-		}
-		t.Logf("note: the %s profile's %s matched no request of the controller", profile, strings.Join(res.Inapplicable, ", "))
+	switch why := res.Skipped(); {
+	case why != "":
+		t.Skip("SKIPPED: " + why)
+	case len(res.Inapplicable) > 0 && res.Pass:
+		t.Logf("note: of the fault profile's faults, %s matched no request of the controller", strings.Join(res.Inapplicable, ", "))
 	}
 	return res
-}
-
-// inapplicable names the profile s runs under when some of its faults
-// matched no request of the controller, and says whether all of them did.
-func inapplicable(s *scenarios.Scenario, res *reports.Result) (profile string, all bool) {
-	if len(res.Inapplicable) == 0 {
-		return "", false
-	}
-	n := 0
-	for _, f := range s.Faults {
-		if f.Profile != "" {
-			profile = f.Profile
-			n++
-		}
-	}
-	return profile, n == len(res.Inapplicable)
 }
 
 // sameJudgedAgain judges res's history again, as saved and read back, and
