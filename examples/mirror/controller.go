@@ -48,6 +48,7 @@ type Controller struct {
 	leading    atomic.Bool
 	inFlight   atomic.Int32
 	reconciles atomic.Int64
+	retries    atomic.Int64
 }
 
 // New returns a controller that reads and writes ConfigMaps and Leases
@@ -117,6 +118,9 @@ func (c *Controller) Probe() (queueDepth int, busy bool, reconciles int64) {
 	}
 	return queueDepth, c.inFlight.Load() > 0, c.reconciles.Load()
 }
+
+// Retries is how many times a key that failed was put back in the queue.
+func (c *Controller) Retries() int64 { return c.retries.Load() }
 
 // Run starts the informers, waits for their caches, takes the Lease when
 // electing, and reconciles with Config.Workers workers until ctx ends. Then
@@ -218,6 +222,7 @@ func (c *Controller) handleErr(ctx context.Context, key cache.ObjectName, err er
 		return
 	}
 	klog.FromContext(ctx).V(2).Info("Retrying", "mirror", key, "attempt", c.queue.NumRequeues(key)+1, "err", err)
+	c.retries.Add(1)
 	if c.cfg.Bug == BugRetryNoBackoff {
 		c.queue.Add(key) // the bug: no backoff
 		return

@@ -89,5 +89,6 @@ func (r runner) Run(ctx context.Context) error { return r.c.Run(ctx) }
 // Probe is the controller's own.
 func (r runner) Probe() scenarios.Probe {
 	depth, busy, reconciles := r.c.Probe()
-	return scenarios.Probe{Leading: r.c.Leading(), QueueDepth: depth, Busy: busy, Reconciles: reconciles}
+	return scenarios.Probe{Leading: r.c.Leading(), QueueDepth: depth, Busy: busy, Reconciles: reconciles,
+		Retries: r.c.Retries(), CountsRetries: true}
 }

@@ -20,7 +20,7 @@ const defaultRetryWithin = 10 * time.Second
 func retriesFailedWrites() Check {
 	return Check{
 		Name: RetriesFailedWrites, Kind: reports.KindInvariant, Invariant: true,
-		Catches: "work dropped after an error: a write (Leases and Events aside: an event is best effort, a Lease is renewed on its own clock) that a fault of the run failed (an injected 409, 429 or 5xx: the server's state did not change, so no event will bring the work back) after which, within timing.retryWithin (10 s unless the scenario says), the controller showed no retry: its probe's retries did not grow, where the probe counts them (Probe.CountsRetries: the scaler, Manager); elsewhere, the instance did not write that object again. A resync or an unrelated event would heal it later, so the goal alone misses it. Judged for a controller with a probe (Prober, Manager): without one, a retry that finds nothing to do cannot be told from a dropped key. Not judged past the run's end or the instance's.",
+		Catches: "work dropped after an error: a write (Leases and Events aside: an event is best effort, a Lease is renewed on its own clock) that a fault of the run failed (an injected 409, 429 or 5xx: the server's state did not change, so no event will bring the work back) after which, within timing.retryWithin (10 s unless the scenario says), the controller's probe counted no retry. A resync or an unrelated event would heal it later, so the goal alone misses it. Judged for a controller whose probe counts its retries (Probe.CountsRetries: the scaler, Manager, a Prober that says so): a write sent again may come of a later event, and a retry may find nothing to write, so nothing else tells a retry from a dropped key. Not judged past the run's end or the instance's.",
 		Reads:   "the injected failures (History.Faults) against the requests (History.Requests), the probe's retries (History.Samples) and the instances' lives (History.Lives)",
 		judge:   judgeRetries,
 	}
@@ -36,22 +36,32 @@ func judgeRetries(j *judging) {
 	}
 	end := j.h.Polls[len(j.h.Polls)-1].At
 	failed := injectedFailures(j.h.Faults)
-	for k, q := range j.h.Requests {
+	for _, q := range j.h.Requests {
 		resource, _, _ := strings.Cut(q.Resource, "/")
-		if !IsWrite(q.Verb) || Bookkeeping(resource) || !retriable(q.Code) || !failed[failure{q.At, requestString(q)}] {
+		if !IsWrite(q.Verb) || !retriable(q.Code) || strings.Contains(q.Error, "already exists") {
+			continue // a create's AlreadyExists (409 too) is the server's own
+		}
+		// Each firing answered one request: the first failed one of that
+		// request at that instant.
+		key := failure{q.At, requestString(q)}
+		if failed[key] == 0 {
+			continue
+		}
+		failed[key]--
+		if Bookkeeping(resource) {
 			continue
 		}
 		by := q.At.Add(within)
 		if by.After(end) || j.endedBy(q.Instance, q.At, by) {
 			continue
 		}
-		// A probe that counts retries is the witness: a write sent again
-		// may come of a later event, not of a retry.
-		if counted, retried := j.retriedBy(q.At, by); retried || !counted && sentAgain(j.h.Requests[k+1:], q, by) {
+		// The probe's count of retries is the witness: a write sent again
+		// may come of a later event, and a retry may find nothing to write.
+		if counted, retried := j.retriedBy(q.At, by); retried || !counted {
 			continue
 		}
 		j.find(Finding(RetriesFailedWrites, q.At, RequestSubject(q), &q, fmt.Sprintf(
-			"instance %d's %s %s %s met an injected %d, and in the %v after it the instance neither counted a retry nor wrote the object again: the work was dropped until some later event brings it back",
+			"instance %d's %s %s %s met an injected %d, and in the %v after it the instance counted no retry: the work was dropped until some later event brings it back",
 			q.Instance, q.Verb, q.Resource, q.Name, q.Code, within)))
 	}
 }
@@ -61,12 +71,13 @@ type failure struct {
 	request string
 }
 
-// injectedFailures are the requests faults answered with an error.
-func injectedFailures(firings []chaos.Firing) map[failure]bool {
-	out := map[failure]bool{}
+// injectedFailures counts the requests faults answered with an error, by
+// instant and request.
+func injectedFailures(firings []chaos.Firing) map[failure]int {
+	out := map[failure]int{}
 	for _, f := range firings {
 		if strings.HasPrefix(f.Outcome, "answered ") {
-			out[failure{f.At, f.Request}] = true
+			out[failure{f.At, f.Request}]++
 		}
 	}
 	return out
@@ -108,23 +119,6 @@ func (j *judging) retriedBy(at, by time.Time) (counted, retried bool) {
 		prev = s.Retries
 	}
 	return counted, retried
-}
-
-// sentAgain: the same instance wrote q's object again, by by, whatever
-// the verb or the subresource (a create retried finds the object made and
-// updates it).
-func sentAgain(after []reports.Request, q reports.Request, by time.Time) bool {
-	resource, _, _ := strings.Cut(q.Resource, "/")
-	for _, r := range after {
-		if r.At.After(by) {
-			return false
-		}
-		res, _, _ := strings.Cut(r.Resource, "/")
-		if r.Instance == q.Instance && IsWrite(r.Verb) && res == resource && r.Namespace == q.Namespace && r.Name == q.Name {
-			return true
-		}
-	}
-	return false
 }
 
 // endedBy: instance idx ended between at and by.

@@ -12,9 +12,9 @@ import (
 )
 
 // A write failed by a fault must be followed, within RetryWithin, by a
-// retry the probe counts (or, when the probe does not count retries, by
-// the object written again); a failure the server made itself, one past the
-// run's end and one without a probe are not judged.
+// retry the probe counts; a failure the server made itself, one past the
+// run's end, and one of a controller whose probe counts no retries (or
+// has no probe) are not judged.
 func TestRetriesFailedWrites(t *testing.T) {
 	t0 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
@@ -37,10 +37,13 @@ func TestRetriesFailedWrites(t *testing.T) {
 			Samples: []reports.Sample{sample(0, 0, true), sample(1100*time.Millisecond, 1, true)}, Polls: polls}, false},
 		{"no retry counted, the object written again on an event", reports.History{Requests: []reports.Request{failed, again}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 2, true), sample(20*time.Second, 3, true)}, Polls: polls}, true},
-		{"a probe that does not count retries, the object written again", reports.History{Requests: []reports.Request{failed, again}, Faults: []chaos.Firing{firing},
+		{"a probe that does not count retries", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 0, false)}, Polls: polls}, false},
-		{"a probe that does not count retries, nothing sent", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
-			Samples: []reports.Sample{sample(0, 0, false)}, Polls: polls}, true},
+		{"a create's AlreadyExists, the server's own 409", reports.History{
+			Requests: []reports.Request{{At: failed.At, Verb: "create", Resource: "configmaps", Namespace: "ns", Name: "a", Code: 409,
+				Error: `configmaps "a" already exists`}},
+			Faults:  []chaos.Firing{{At: failed.At, Fault: "conflict", Request: "create configmaps ns/a", Outcome: "answered 409 Conflict"}},
+			Samples: []reports.Sample{sample(0, 0, true)}, Polls: polls}, false},
 		{"the server's own conflict", reports.History{Requests: []reports.Request{failed},
 			Samples: []reports.Sample{sample(0, 0, true)}, Polls: polls}, false},
 		{"the run ends first", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
@@ -67,7 +70,7 @@ func TestRetriesFailedWrites(t *testing.T) {
 			}
 			require.Len(t, got, 1)
 			assert.Equal(t, failed.At, got[0].At)
-			assert.Contains(t, got[0].Detail, "instance 0's patch deployments web met an injected 409, and in the 10s after it")
+			assert.Contains(t, got[0].Detail, "instance 0's patch deployments web met an injected 409, and in the 10s after it the instance counted no retry")
 		})
 	}
 }
