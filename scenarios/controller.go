@@ -197,9 +197,9 @@ type Probe struct {
 	// Retries counts the keys put back after an error (AddRateLimited,
 	// or a Reconcile's error or requeue), the run through.
 	Retries int64
-	// CountsRetries: Retries is kept as said, so a failed write it does
-	// not count was not retried (check retries-failed-writes); without
-	// it, only the object written again shows a retry.
+	// CountsRetries: Retries is kept as said, so a write a fault failed
+	// and no retry followed was dropped (check retries-failed-writes);
+	// without it, that check does not judge the controller.
 	CountsRetries bool
 }
 
