@@ -108,9 +108,10 @@ func RenderIndex(w io.Writer, results []*Result, link func(*Result) string, extr
 		Generated       string
 	}{Rows: rows, Extra: extra, Generated: Version}
 	for _, r := range rows {
-		if r.Status == "pass" {
+		switch r.Status {
+		case "pass", "skipped":
 			data.Passed++
-		} else {
+		default:
 			data.Failed++
 		}
 		data.Faults += r.R.Counters.Faults

@@ -104,6 +104,8 @@ func status(r *Result) string {
 	switch {
 	case r.Error != "":
 		return "error"
+	case r.Skipped() != "":
+		return "skipped"
 	case r.Pass:
 		return "pass"
 	}
@@ -274,6 +276,8 @@ func verdict(r *Result, p *runPage) []string {
 	switch p.Status {
 	case "error":
 		return []string{"The run could not be carried out: " + r.Error}
+	case "skipped":
+		return []string{"Skipped: " + r.Skipped() + "."}
 	case "pass":
 		out = append(out, fmt.Sprintf("Passed: every invariant held, and the goal held for %v from %v on.", time.Duration(r.Settle), time.Duration(r.TimeToConverge)))
 	default:
@@ -427,7 +431,7 @@ func buildIndex(results []*Result, link func(*Result) string) []indexRow {
 		rows = append(rows, row)
 	}
 	// Failures first, then by name.
-	rank := map[string]int{"error": 0, "fail": 1, "pass": 2}
+	rank := map[string]int{"error": 0, "fail": 1, "pass": 2, "skipped": 3}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		if rank[a.Status] != rank[b.Status] {

@@ -216,3 +216,17 @@ func TestSeriesAreChartedPerObject(t *testing.T) {
 	assert.Equal(t, maxCharted, p.Shown)
 	assert.Equal(t, 12, p.Total)
 }
+
+// A run whose fault profile does not apply says so, on its page and in
+// the index, rather than passing.
+func TestRunPageShowsASkip(t *testing.T) {
+	r := failingResult()
+	r.Pass, r.Reasons, r.Findings, r.Violations = true, nil, nil, nil
+	r.Plan = []chaos.Spec{{Fault: "conflict", Profile: "conflicts"}}
+	r.Inapplicable = []string{"fault 0 (conflict)"}
+	var run bytes.Buffer
+	require.NoError(t, RenderRun(&run, r, "index.html"))
+	assert.Contains(t, run.String(), `<span class="badge skipped">SKIPPED</span>`)
+	assert.Contains(t, run.String(), "Skipped: the conflicts profile does not apply: none of its faults matched a request of the controller (fault 0 (conflict)).")
+	assert.Equal(t, "skipped", status(r))
+}
