@@ -67,6 +67,11 @@ type cached struct {
 // informers.
 const keepPerName = 4
 
+// maxTrackedNames bounds the names tracked in a run, and so the copies it
+// keeps: a run that churns through more objects than a scenario may create
+// is not followed past them.
+const maxTrackedNames = MaxObjects
+
 func newCaches(r *run) *caches { return &caches{r: r, byName: map[string][]*cached{}} }
 
 // track records obj as now in a cache of instance idx, with its copy
@@ -87,7 +92,10 @@ func (c *caches) track(idx int, obj any, copy k8sruntime.Object) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	list := c.byName[key]
+	list, ok := c.byName[key]
+	if !ok && len(c.byName) >= maxTrackedNames {
+		return
+	}
 	if slices.ContainsFunc(list, func(x *cached) bool { return x.obj == o }) {
 		// The transform saw what the watch delivered: its copy is exact.
 		return
