@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime"
 	"slices"
@@ -289,19 +290,10 @@ func short(v any) string {
 // fieldChanges lists the leaves that differ between was and now, in path
 // order.
 func fieldChanges(path string, was, now map[string]any, out []change) []change {
-	keys := map[string]bool{}
-	for k := range was {
-		keys[k] = true
-	}
-	for k := range now {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for _, k := range sorted {
+	keys := make(map[string]any, len(was)+len(now))
+	maps.Copy(keys, was)
+	maps.Copy(keys, now)
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		p := k
 		if path != "" {
 			p = path + "." + k

@@ -123,23 +123,7 @@ func (r *run) acted(ctx context.Context, err error, who, what, kind, name string
 
 // withN copies v with "{{n}}" in its strings replaced by n.
 func withN(v any, n int) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = withN(e, n)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = withN(e, n)
-		}
-		return out
-	case string:
-		return strings.ReplaceAll(x, "{{n}}", strconv.Itoa(n))
-	}
-	return v
+	return mapStrings(v, func(s string) string { return strings.ReplaceAll(s, "{{n}}", strconv.Itoa(n)) }, false)
 }
 
 // setField sets value at path in obj, making the maps on the way, or

@@ -79,30 +79,16 @@ func walkStrings(v any, path string, f func(path, s string)) {
 // for, now being when the value is written. A malformed mark (refused at
 // load) is left as it is.
 func withNow(v any, now time.Time) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = withNow(e, now)
+	return mapStrings(v, func(s string) string {
+		if !strings.Contains(s, "{{") {
+			return s
 		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = withNow(e, now)
-		}
-		return out
-	case string:
-		if !strings.Contains(x, "{{") {
-			return x
-		}
-		return nowMark.ReplaceAllStringFunc(x, func(mark string) string {
+		return nowMark.ReplaceAllStringFunc(s, func(mark string) string {
 			d, err := nowOffset(nowMark.FindStringSubmatch(mark))
 			if err != nil {
 				return mark
 			}
 			return now.Add(d).UTC().Truncate(time.Second).Format(time.RFC3339)
 		})
-	}
-	return v
+	}, false)
 }

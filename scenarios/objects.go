@@ -265,23 +265,32 @@ func expand(s *Scenario) (crds []*apiextensionsv1.CustomResourceDefinition, objs
 // substitute copies v with indexMark replaced by index in every string and
 // key.
 func substitute(v any, index string) any {
+	return mapStrings(v, func(s string) string { return strings.ReplaceAll(s, indexMark, index) }, true)
+}
+
+// mapStrings copies v (maps, lists and scalars as JSON decodes them) with f
+// applied to every string, and to every key when keys is set.
+func mapStrings(v any, f func(string) string, keys bool) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[strings.ReplaceAll(k, indexMark, index)] = substitute(e, index)
+			if keys {
+				k = f(k)
+			}
+			out[k] = mapStrings(e, f, keys)
 		}
 		return out
 	case Object:
-		return substitute(map[string]any(x), index)
+		return mapStrings(map[string]any(x), f, keys)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = substitute(e, index)
+			out[i] = mapStrings(e, f, keys)
 		}
 		return out
 	case string:
-		return strings.ReplaceAll(x, indexMark, index)
+		return f(x)
 	}
 	return v
 }

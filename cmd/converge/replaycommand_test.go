@@ -14,28 +14,8 @@ import (
 )
 
 // tooFewWrites fails on every seed: its patch budget cannot be met.
-const tooFewWrites = `
-name: too-few-writes
-catches: nothing; its budget cannot be met
-objects:
-  - count: 1
-    manifest:
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata:
-        name: web-{{index}}
-        labels: {app: "web-{{index}}", converge.dev/scaler: enabled}
-        annotations: {converge.dev/max-replicas: "16"}
-      spec:
-        replicas: 2
-        selector: {matchLabels: {app: "web-{{index}}"}}
-        template:
-          metadata: {labels: {app: "web-{{index}}"}}
-          spec: {containers: [{name: app, image: registry.invalid/app:1}]}
-world: {readiness: {kind: never-ready}}
-timing: {deadline: 1m, settle: 10s}
-budgets: {requests: {patch: 0}}
-`
+var tooFewWrites = strings.Replace(oneDeployment, "%s", "too-few-writes", 1) +
+	"world: {readiness: {kind: never-ready}}\nbudgets: {requests: {patch: 0}}\n"
 
 // inShell runs a printed command line with sh in dir, as a user would
 // paste it, this binary standing in for converge; it returns the output.

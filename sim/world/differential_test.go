@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-lab/converge/sim/envtest"
@@ -483,12 +482,6 @@ func (d driver) observe(ctx context.Context) (settled, error) {
 	return s, nil
 }
 
-// fakeKnown normalises what the fake world is known to do differently
-// (see the package doc), so the comparison stays exact elsewhere.
-func fakeKnown(s settled) settled {
-	return s
-}
-
 // runFake runs w on the fake backend's world in a bubble and returns the
 // settled state.
 func runFake(t *testing.T, w workload) (got settled) {
@@ -499,20 +492,10 @@ func runFake(t *testing.T, w workload) (got settled) {
 		require.NoError(t, err)
 		client, err := env.InProcess.NewSharingClient()
 		require.NoError(t, err)
-		wd, err := world.New(world.Config{
+		_, ctx := runWorld(t, world.Config{
 			Client: client, Namespace: env.Namespace, Readiness: world.Model{Kind: world.ReadyAfterDelay, Delay: time.Second},
 			Seed: int64(w.Seed), Scheduler: true, Deployments: true,
-		})
-		require.NoError(t, err)
-		_, ctx := ktesting.NewTestContext(t)
-		ctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- wd.Run(ctx) }()
-		defer func() {
-			cancel()
-			require.NoError(t, <-done)
-			require.NoError(t, b.Stop())
-		}()
+		}, b.Stop)
 		d := driver{c: env.Observer, ns: env.Namespace}
 		require.NoError(t, d.run(ctx, w), w.String())
 		// Settled: well past every readiness delay, every goroutine idle.
@@ -532,20 +515,10 @@ func runEnvtest(t *testing.T, cp *envtest.ControlPlane, w workload, want settled
 	require.NoError(t, err)
 	env, err := b.Start(context.Background())
 	require.NoError(t, err)
-	wd, err := world.New(world.Config{
+	_, ctx := runWorld(t, world.Config{
 		Client: env.Observer, Namespace: env.Namespace, Readiness: world.Model{Kind: world.ReadyAfterDelay, Delay: time.Second},
 		Seed: int64(w.Seed), Scheduler: true,
-	})
-	require.NoError(t, err)
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- wd.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-		require.NoError(t, b.Stop())
-	}()
+	}, b.Stop)
 	d := driver{c: env.Observer, ns: env.Namespace}
 	require.NoError(t, d.run(ctx, w), w.String())
 	var got settled
@@ -604,7 +577,7 @@ func TestWorldDifferentialFake(t *testing.T) {
 	for seed := range uint64(n) {
 		w := generate(seed)
 		want := expect(w)
-		got := fakeKnown(runFake(t, w))
+		got := runFake(t, w)
 		if !equalSettled(want, got) {
 			failed++
 			t.Errorf("%s\n%s", w, diffSettled(want, got))

@@ -47,10 +47,19 @@ func startWorld(t *testing.T, model world.Model) (*sim.Env, *world.World) {
 	require.NoError(t, err)
 	env, err := b.Start(context.Background())
 	require.NoError(t, err)
-	w, err := world.New(world.Config{
+	w, _ := runWorld(t, world.Config{
 		Client: env.Observer, Namespace: env.Namespace, Readiness: model, Seed: 7,
 		Scheduler: true, Deployments: true,
-	})
+	}, b.Stop)
+	settle()
+	return env, w
+}
+
+// runWorld runs a world on cfg until t ends, then stops the backend with
+// stopBackend, failing t on an error of either.
+func runWorld(t *testing.T, cfg world.Config, stopBackend func() error) (*world.World, context.Context) {
+	t.Helper()
+	w, err := world.New(cfg)
 	require.NoError(t, err)
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -59,10 +68,9 @@ func startWorld(t *testing.T, model world.Model) (*sim.Env, *world.World) {
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
-		require.NoError(t, b.Stop())
+		require.NoError(t, stopBackend())
 	})
-	settle()
-	return env, w
+	return w, ctx
 }
 
 // settle lets virtual time run past the cache-sync poll and every
