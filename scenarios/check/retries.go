@@ -98,9 +98,11 @@ func requestString(q reports.Request) string {
 }
 
 // retriedBy says whether the probe counted retries from the failure at to
-// by, and whether they grew then. The sample in force at the failure is
-// the base; an instance that restarts starts its count again, so any
-// growth counts.
+// by, and whether they grew then. The last sample before the failure's
+// instant is the base: one taken at that instant may already hold the
+// retry (in virtual time the failure, the requeue and a poll share an
+// instant, in any order). An instance that restarts starts its count
+// again, so any growth counts.
 func (j *judging) retriedBy(at, by time.Time) (counted, retried bool) {
 	counted = true
 	prev := int64(-1)
@@ -108,7 +110,7 @@ func (j *judging) retriedBy(at, by time.Time) (counted, retried bool) {
 		if s.At.After(by) {
 			break
 		}
-		if !s.At.After(at) {
+		if s.At.Before(at) {
 			prev, counted = s.Retries, s.CountsRetries
 			continue
 		}

@@ -35,6 +35,8 @@ func TestRetriesFailedWrites(t *testing.T) {
 	}{
 		{"retry counted", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 0, true), sample(1100*time.Millisecond, 1, true)}, Polls: polls}, false},
+		{"retry counted by a sample taken at the failure's instant", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
+			Samples: []reports.Sample{sample(0, 0, true), sample(time.Second, 1, true)}, Polls: polls}, false},
 		{"no retry counted, the object written again on an event", reports.History{Requests: []reports.Request{failed, again}, Faults: []chaos.Firing{firing},
 			Samples: []reports.Sample{sample(0, 2, true), sample(20*time.Second, 3, true)}, Polls: polls}, true},
 		{"a probe that does not count retries", reports.History{Requests: []reports.Request{failed}, Faults: []chaos.Firing{firing},
