@@ -3,11 +3,13 @@ package chaos
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
@@ -73,20 +75,73 @@ func (inj *Injector) react(a k8stesting.Action, chain []k8stesting.Reactor) (boo
 	if err := inj.requestFaults(r); err != nil {
 		return true, nil, err
 	}
+	if past, at := inj.staleList(a, r); at > 0 {
+		handled, obj, err := runChain(past, chain)
+		if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			inj.staleServed(r, at, nil)
+			if handled && err == nil {
+				inj.after(r)
+			}
+			inj.met(r, handled, obj, err)
+			return handled, obj, err
+		}
+		inj.staleServed(r, at, err)
+	}
+	handled, obj, err := runChain(a, chain)
+	if handled && err == nil {
+		inj.after(r)
+	}
+	inj.met(r, handled, obj, err)
+	return handled, obj, err
+}
+
+func runChain(a k8stesting.Action, chain []k8stesting.Reactor) (bool, runtime.Object, error) {
 	for _, reactor := range chain {
 		if !reactor.Handles(a) {
 			continue
 		}
-		handled, obj, err := reactor.React(a)
-		if !handled {
-			continue
+		if handled, obj, err := reactor.React(a); handled {
+			return true, obj, err
 		}
-		if err == nil {
-			inj.after(r)
-		}
-		return true, obj, err
 	}
 	return false, nil, nil
+}
+
+// staleList is the list a to serve from a stale view instead, and the
+// resourceVersion it is served at (zero when none applies).
+func (inj *Injector) staleList(a k8stesting.Action, r Request) (k8stesting.Action, int64) {
+	impl, ok := a.(k8stesting.ListActionImpl)
+	if inj.views == nil || !ok {
+		return a, 0
+	}
+	o := impl.ListOptions
+	q := listQuery{rv: o.ResourceVersion, match: string(o.ResourceVersionMatch), cont: o.Continue != "", isList: true, resource: r.Resource}
+	at, _ := inj.staleFor(r, q)
+	if at == 0 {
+		return a, 0
+	}
+	impl.ListOptions.ResourceVersion = strconv.FormatInt(at, 10)
+	impl.ListOptions.ResourceVersionMatch = metav1.ResourceVersionMatchExact
+	return impl, at
+}
+
+// met reads the resourceVersion of a successful list or write answer for
+// the stale views.
+func (inj *Injector) met(r Request, handled bool, obj runtime.Object, err error) {
+	if inj.views == nil || !handled || err != nil || r.Verb == "get" {
+		return
+	}
+	rv := ""
+	if l, lErr := meta.ListAccessor(obj); lErr == nil && obj != nil {
+		rv = l.GetResourceVersion()
+	}
+	if m, mErr := meta.Accessor(obj); mErr == nil && obj != nil && m.GetName() != "" {
+		rv = m.GetResourceVersion()
+	}
+	if r.Verb != "list" {
+		inj.views.wrote(r.Verb, rv)
+	}
+	inj.views.met(inj.clock.Now(), rv)
 }
 
 // requestFaults applies the request faults to r: the first that fires with
@@ -157,15 +212,22 @@ func (inj *Injector) proxyWatch(w watch.Interface, r Request, injections []int) 
 				return // the connection died
 			}
 			act := frameAction{}
-			if m, err := meta.Accessor(ev.Object); err == nil && ev.Type != watch.Error && ev.Type != watch.Bookmark {
+			m, err := meta.Accessor(ev.Object)
+			if err == nil && ev.Type != watch.Error && ev.Type != watch.Bookmark {
 				object := Request{Verb: "watch", Group: r.Group, Resource: r.Resource, Namespace: m.GetNamespace(), Name: m.GetName()}
 				act = inj.eventAction(injections, string(ev.Type), object)
+			}
+			if until := inj.heldUntil(r); !until.IsZero() {
+				act.delay = max(act.delay, until.Sub(inj.clock.Now()))
 			}
 			if act.closeNow {
 				return
 			}
 			if act.delay > 0 && !p.wait(act.delay) {
 				return
+			}
+			if inj.views != nil && err == nil && ev.Type != watch.Error {
+				inj.views.met(inj.clock.Now(), m.GetResourceVersion())
 			}
 			sends := 0
 			if !act.drop {

@@ -1,14 +1,17 @@
 package chaos
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -63,15 +66,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.inj.record(i, at, r.String(), n, "passed on")
 		}
 	}
-	resp, err := t.next.RoundTrip(req)
+	var resp *http.Response
+	var err error
+	if t.inj.views != nil && (r.Verb == "list" || r.Watch()) {
+		at, refuse := t.inj.staleFor(r, queryOf(req, r))
+		switch {
+		case refuse:
+			return statusResponse(errStreamRefused(), 0)
+		case at > 0:
+			resp, err = t.listAt(req, r, at)
+		}
+	}
+	if resp == nil && err == nil {
+		resp, err = t.next.RoundTrip(req)
+	}
 	if err == nil && resp.StatusCode < 300 {
 		t.inj.after(r)
+		if t.inj.views != nil && !r.Watch() && r.Verb != "get" {
+			t.inj.meet(resp, r)
+		}
 	}
 	if err != nil || !r.Watch() || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
 	resp.Body = fencedBody{ReadCloser: t.inj.watches.track(resp.Body, r), inj: t.inj}
-	if watching := t.inj.watchInjections(r); len(watching) > 0 {
+	if watching := t.inj.watchInjections(r); len(watching) > 0 || t.inj.watchesStale(r) {
 		resp.Body = t.inj.rewrite(resp.Body, r, watching)
 	}
 	return resp, nil
@@ -160,9 +179,12 @@ func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injecti
 			}
 			return err
 		}
-		name, namespace, _ := f.meta()
+		name, namespace, rv := f.meta()
 		object := Request{Verb: "watch", Group: r.Group, Resource: r.Resource, Namespace: namespace, Name: name}
 		act := inj.eventAction(injections, f.Type, object)
+		if until := inj.heldUntil(r); !until.IsZero() {
+			act.delay = max(act.delay, until.Sub(inj.clock.Now()))
+		}
 		if act.closeNow {
 			return nil
 		}
@@ -175,6 +197,9 @@ func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injecti
 				timer.Stop()
 				return nil
 			}
+		}
+		if inj.views != nil {
+			inj.views.met(inj.clock.Now(), rv)
 		}
 		if !act.drop {
 			if err := write(out, f); err != nil {
@@ -229,4 +254,54 @@ func describe(a frameAction) string {
 		return "delayed " + a.delay.String()
 	}
 	return "passed"
+}
+
+// listAt sends the list r at resourceVersion rv, exactly, for a stale
+// view; a server that cannot serve it (compacted) is asked the original
+// request instead, and the firing says why.
+func (t *transport) listAt(req *http.Request, r Request, rv int64) (*http.Response, error) {
+	past := req.Clone(req.Context())
+	q := past.URL.Query()
+	q.Set("resourceVersion", strconv.FormatInt(rv, 10))
+	q.Set("resourceVersionMatch", string(metav1.ResourceVersionMatchExact))
+	past.URL.RawQuery = q.Encode()
+	resp, err := t.next.RoundTrip(past)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		t.inj.staleServed(r, rv, nil)
+		return resp, nil
+	}
+	msg := resp.Status
+	if body, rErr := io.ReadAll(io.LimitReader(resp.Body, 1<<16)); rErr == nil {
+		var status metav1.Status
+		if json.Unmarshal(body, &status) == nil && status.Message != "" {
+			msg = status.Message
+		}
+	}
+	_ = resp.Body.Close()
+	t.inj.staleServed(r, rv, errors.New(msg))
+	return t.next.RoundTrip(req)
+}
+
+// meet reads the resourceVersion of a successful list or write answer for
+// the stale views, putting the body back.
+func (inj *Injector) meet(resp *http.Response, r Request) {
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	var o object
+	_ = json.Unmarshal(body, &o)
+	rv := o.Metadata.ResourceVersion
+	if r.Verb != "list" {
+		if o.Metadata.Name == "" {
+			rv = "" // a Status: the object's version is not known
+		}
+		inj.views.wrote(r.Verb, rv)
+	}
+	inj.views.met(inj.clock.Now(), rv)
 }

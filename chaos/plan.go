@@ -30,6 +30,9 @@ type When struct {
 	// Every repeats a scheduled control-plane fault (one with no Target):
 	// it fires at After, After+Every, ... Zero means once.
 	Every time.Duration `json:"every,omitempty"`
+	// Restarted fires only on the requests of an instance started to
+	// replace one that ended (Plan.Restarted).
+	Restarted bool `json:"restarted,omitempty"`
 }
 
 // Injection is a fault and when it fires.
@@ -97,6 +100,9 @@ type Plan struct {
 	// ControlPlane is what APIServerRestart and Compaction act on; plans
 	// with those faults need one.
 	ControlPlane ControlPlane
+	// Restarted: the plan is an instance's that replaced one that ended;
+	// injections with When.Restarted fire only there.
+	Restarted bool
 	// Shared, when set, makes every injector built from plans with the same
 	// injections count matches and firings together and measure windows
 	// from one start: one injector per controller instance, and "the first
@@ -109,6 +115,7 @@ type Shared struct {
 	once  sync.Once
 	start time.Time
 	state []*injectionState
+	views *views
 }
 
 // Injector applies a plan; it is shared by every client it is installed in.
@@ -121,6 +128,11 @@ type Injector struct {
 
 	pending sync.WaitGroup // control-plane faults being applied, schedules
 	watches openWatches
+
+	// views is what the stale views know (shared by a run's injectors),
+	// nil when the plan has none; stale is this instance's windows.
+	views *views
+	stale staleState
 }
 
 type injectionState struct {
@@ -143,7 +155,13 @@ func NewInjector(plan Plan) (*Injector, error) {
 		_, isCrash := in.Fault.(crash)
 		_, isTerminate := in.Fault.(terminate)
 		_, isControlPlane := in.Fault.(controlPlaneFault)
-		if !isRequest && !isWatch && !isCrash && !isTerminate && !isControlPlane {
+		sv, isStale := in.Fault.(staleView)
+		if isStale {
+			if err := sv.check(); err != nil {
+				errs = append(errs, fmt.Errorf("injection %d (%s): %w", i, in.Fault.Name(), err))
+			}
+		}
+		if !isRequest && !isWatch && !isCrash && !isTerminate && !isControlPlane && !isStale {
 			errs = append(errs, fmt.Errorf("injection %d: %s cannot be injected over HTTP", i, in.Fault.Name()))
 		}
 		if isControlPlane && plan.ControlPlane == nil {
@@ -167,16 +185,19 @@ func NewInjector(plan Plan) (*Injector, error) {
 	if plan.Clock == nil {
 		plan.Clock = clock.RealClock{}
 	}
-	inj := &Injector{plan: plan, clock: plan.Clock, start: plan.Clock.Now()}
+	inj := &Injector{plan: plan, clock: plan.Clock, start: plan.Clock.Now(), stale: staleState{windows: map[int]*window{}}}
 	for range plan.Injections {
 		inj.state = append(inj.state, &injectionState{seen: map[string]uint64{}})
 	}
+	if hasStaleViews(plan.Injections) {
+		inj.views = &views{}
+	}
 	if sh := plan.Shared; sh != nil {
-		sh.once.Do(func() { sh.start, sh.state = inj.start, inj.state })
+		sh.once.Do(func() { sh.start, sh.state, sh.views = inj.start, inj.state, inj.views })
 		if len(sh.state) != len(inj.state) {
 			return nil, fmt.Errorf("chaos: a shared plan must have the same injections (%d, not %d)", len(sh.state), len(inj.state))
 		}
-		inj.start, inj.state = sh.start, sh.state
+		inj.start, inj.state, inj.views = sh.start, sh.state, sh.views
 	}
 	return inj, nil
 }
@@ -186,6 +207,9 @@ func NewInjector(plan Plan) (*Injector, error) {
 // its first match), or 0 when it does not fire.
 func (inj *Injector) fires(i int, key string) int {
 	w := inj.plan.Injections[i].When
+	if w.Restarted && !inj.plan.Restarted {
+		return 0 // not a match: nth counts the replacements' requests
+	}
 	s := inj.state[i]
 	s.mu.Lock()
 	defer s.mu.Unlock()

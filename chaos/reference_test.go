@@ -40,6 +40,7 @@ var faultKinds = []struct{ name, does string }{
 	{"request", "Answers a matching request of the controller in place of the server, or holds it before it goes on."},
 	{"watch", "Acts on the frames of the controller's watch streams that carry an object the target selects."},
 	{"instance", "Fires right after a matching request succeeds, and ends the controller instance whose client sent it; the run starts a new instance `controller.restartAfter` after it stops."},
+	{"view", "Answers the controller's lists (and holds its watch events) from an older state than the current one, as a lagging API server replica or cache would; its writes still go to the current state."},
 	{"control plane", "Acts on the backend's API server or storage: with a target, right after a matching request succeeds; without one, on a schedule from the start of the run (`when.after`, repeated every `when.every` up to `when.count` times, before `when.until`)."},
 }
 
@@ -55,6 +56,8 @@ func kindOf(f Fault) string {
 		return "watch"
 	case interface{ endsInstance() }:
 		return "instance"
+	case staleView:
+		return "view"
 	}
 	return ""
 }

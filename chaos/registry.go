@@ -25,6 +25,16 @@ type Spec struct {
 	Code int `json:"code,omitempty"`
 	// Delay for latency and watch-delay.
 	Delay time.Duration `json:"delay,omitempty"`
+	// Lag for time-travel and stale-read: the view as it was this long
+	// before the firing.
+	Lag time.Duration `json:"lag,omitempty"`
+	// Writes for time-travel and stale-read: the view from before the
+	// controller's writes-th latest write (1 when neither lag nor writes
+	// is set).
+	Writes int `json:"writes,omitempty"`
+	// Hold for time-travel: how long the view stays behind before it
+	// catches up (10 s when zero).
+	Hold time.Duration `json:"hold,omitempty"`
 	// Profile names the fault profile the fault came from, when a
 	// scenario runs under one: a profile's fault that matches no request
 	// of the controller says the profile does not apply to it, where a
@@ -54,6 +64,8 @@ const (
 	FaultTerminate             = "terminate"
 	FaultAPIServerRestart      = "apiserver-restart"
 	FaultCompaction            = "compaction"
+	FaultTimeTravel            = "time-travel"
+	FaultStaleRead             = "stale-read"
 )
 
 // registry maps a fault name to how a Spec builds it.
@@ -102,6 +114,8 @@ var registry = map[string]func(Spec) (Fault, error){
 	FaultTerminate:        func(s Spec) (Fault, error) { return Terminate(s.Target), nil },
 	FaultAPIServerRestart: func(s Spec) (Fault, error) { return APIServerRestart(s.Target), nil },
 	FaultCompaction:       func(s Spec) (Fault, error) { return Compaction(s.Target), nil },
+	FaultTimeTravel:       func(s Spec) (Fault, error) { return TimeTravel(s.Target, s.Lag, s.Writes, s.Hold), nil },
+	FaultStaleRead:        func(s Spec) (Fault, error) { return StaleRead(s.Target, s.Lag, s.Writes), nil },
 }
 
 // Verbs are the request verbs a Target can name.
@@ -128,6 +142,12 @@ func (s Spec) Build() (Injection, error) {
 			return Injection{}, fmt.Errorf("%s: unknown verb %q in target", s.Fault, v)
 		}
 	}
+	if s.Fault != FaultTimeTravel && s.Fault != FaultStaleRead && (s.Lag != 0 || s.Writes != 0 || s.Hold != 0) {
+		return Injection{}, fmt.Errorf("%s: lag, writes and hold are for %s and %s only", s.Fault, FaultTimeTravel, FaultStaleRead)
+	}
+	if s.Fault == FaultStaleRead && s.Hold != 0 {
+		return Injection{}, fmt.Errorf("%s: a stale read holds nothing: its watches replay from the view at once (%s holds them)", s.Fault, FaultTimeTravel)
+	}
 	f, err := build(s)
 	if err != nil {
 		return Injection{}, fmt.Errorf("%s: %w", s.Fault, err)
@@ -148,6 +168,7 @@ type whenJSON struct {
 	Count       int               `json:"count,omitzero"`
 	Probability float64           `json:"probability,omitzero"`
 	Every       duration.Duration `json:"every,omitzero"`
+	Restarted   bool              `json:"restarted,omitzero"`
 }
 
 type specJSON struct {
@@ -157,6 +178,9 @@ type specJSON struct {
 	RetryAfter int               `json:"retryAfter,omitzero"`
 	Code       int               `json:"code,omitzero"`
 	Delay      duration.Duration `json:"delay,omitzero"`
+	Lag        duration.Duration `json:"lag,omitzero"`
+	Writes     int               `json:"writes,omitzero"`
+	Hold       duration.Duration `json:"hold,omitzero"`
 }
 
 // decodeStrict decodes b into v, refusing unknown fields.
@@ -168,7 +192,7 @@ func decodeStrict(b []byte, v any) error {
 
 // MarshalJSON writes the durations as "30s".
 func (w When) MarshalJSON() ([]byte, error) {
-	return json.Marshal(whenJSON{duration.Duration(w.After), duration.Duration(w.Until), w.Nth, w.Count, w.Probability, duration.Duration(w.Every)})
+	return json.Marshal(whenJSON{duration.Duration(w.After), duration.Duration(w.Until), w.Nth, w.Count, w.Probability, duration.Duration(w.Every), w.Restarted})
 }
 
 // UnmarshalJSON accepts "30s" for after, until and every.
@@ -177,13 +201,14 @@ func (w *When) UnmarshalJSON(b []byte) error {
 	if err := decodeStrict(b, &raw); err != nil {
 		return fmt.Errorf("when: %w", err)
 	}
-	*w = When{After: time.Duration(raw.After), Until: time.Duration(raw.Until), Nth: raw.Nth, Count: raw.Count, Probability: raw.Probability, Every: time.Duration(raw.Every)}
+	*w = When{After: time.Duration(raw.After), Until: time.Duration(raw.Until), Nth: raw.Nth, Count: raw.Count, Probability: raw.Probability, Every: time.Duration(raw.Every), Restarted: raw.Restarted}
 	return nil
 }
 
 // MarshalJSON writes the delay as "2s".
 func (s Spec) MarshalJSON() ([]byte, error) {
-	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration.Duration(s.Delay)})
+	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration.Duration(s.Delay),
+		duration.Duration(s.Lag), s.Writes, duration.Duration(s.Hold)})
 }
 
 // UnmarshalJSON accepts "2s" for delay and rejects unknown fields.
@@ -192,7 +217,8 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	if err := decodeStrict(b, &raw); err != nil {
 		return fmt.Errorf("fault spec: %w", err)
 	}
-	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay)}
+	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay),
+		Lag: time.Duration(raw.Lag), Writes: raw.Writes, Hold: time.Duration(raw.Hold)}
 	return nil
 }
 

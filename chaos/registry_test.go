@@ -24,7 +24,7 @@ func TestSpecBuildsEveryFault(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, name, in.Fault.Name())
 	}
-	assert.Len(t, chaos.Names(), 17)
+	assert.Len(t, chaos.Names(), 19)
 }
 
 func TestSpecFromYAML(t *testing.T) {

@@ -45,6 +45,9 @@ func (r *run) startInstance(ctx context.Context) error {
 		Injections: injections,
 		Shared:     &r.shared,
 		Recorder:   r.hist,
+		// The first instances start with the run; any later one replaced
+		// one that ended.
+		Restarted: idx >= r.s.Controller.Instances,
 		OnCrash: func() {
 			r.hist.log(time.Now(), fmt.Sprintf("instance %d crashed: stopped without a drain, its client fenced", idx))
 			if k, ok := inst.runner.(interface{ Kill() }); ok {

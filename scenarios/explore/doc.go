@@ -5,7 +5,9 @@
 // its reference runs (References: two as written, two with the controller
 // starting late) what varies between correct runs, and lists the
 // injection points of the first reference's history (Point): one fault
-// each, aimed at a moment of that run, pruned of no-ops and repeats. Each
+// each, aimed at a moment of that run (a restart point adds the
+// time-travel its successor starts under: Point.Also), pruned of no-ops
+// and repeats. Each
 // point runs as a scenario of its own (Plan.ScenarioOf); Plan.Outcome
 // judges the run by the scenario's verdict, by its end state against the
 // references', by the additions and deletions of the objects the

@@ -204,7 +204,7 @@ func (p *Plan) ScenarioOf(pt Point) *scenarios.Scenario {
 	s := *p.Scenario
 	s.Name = pointName(p.Scenario.Name, pt.ID)
 	s.Description = fmt.Sprintf("%s, with one fault: %s (%s)", p.Scenario.Name, pt.Signature, pt.About)
-	s.Faults = []chaos.Spec{pt.Fault}
+	s.Faults = append([]chaos.Spec{pt.Fault}, pt.Also...)
 	if s.Controller.RestartAfter == 0 && chaos.EndsInstance(pt.Fault.Fault) {
 		s.Controller.RestartAfter = reports.Duration(restartAfter)
 	}

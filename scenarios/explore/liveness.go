@@ -3,6 +3,7 @@ package explore
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/converge-lab/converge/chaos"
@@ -90,10 +91,11 @@ func baselineOf(refs []*reports.Result) baseline {
 // allow is a difference.
 func (p *Plan) late(r *reports.Result) (Difference, bool) {
 	b := p.baseline
-	if !b.ok || !r.Converged || len(r.Plan) != 1 {
+	if !b.ok || !r.Converged || len(r.Plan) == 0 || !viewsOnly(r.Plan[1:]) {
 		return Difference{}, false
 	}
 	fault, backoff := faultEffect(r.Plan[0], r)
+	fault = max(fault, viewHeld(r))
 	l := Lateness{Converged: r.TimeToConverge, Latest: reports.Duration(b.latest), Spread: reports.Duration(b.spread),
 		Fault: reports.Duration(fault), Backoff: reports.Duration(backoff), Resolution: reports.Duration(scenarios.Poll)}
 	l.Allowed = l.Latest + l.Spread + l.Fault + l.Backoff + l.Resolution
@@ -107,6 +109,32 @@ func (p *Plan) late(r *reports.Result) (Difference, bool) {
 			"the controller sent nothing for %v before, the references for %v at most",
 			time.Duration(l.Converged), time.Duration(l.Allowed), time.Duration(l.Latest), time.Duration(l.Spread), time.Duration(l.Fault),
 			time.Duration(l.Backoff), time.Duration(l.Idle), time.Duration(l.IdleLatest))}, true
+}
+
+// viewsOnly: the faults a point adds to its first are the views of a
+// restart (Point.Also).
+func viewsOnly(also []chaos.Spec) bool {
+	return !slices.ContainsFunc(also, func(f chaos.Spec) bool { return f.Fault != chaos.FaultTimeTravel })
+}
+
+// viewHeld is how long after r's first firing a time-travel's view
+// stopped holding the controller back: its firing plus its hold.
+func viewHeld(r *reports.Result) time.Duration {
+	fs := r.History.Faults
+	var out time.Duration
+	for _, f := range fs {
+		if f.Fault != chaos.FaultTimeTravel || strings.HasPrefix(f.Outcome, "passed on") {
+			continue
+		}
+		hold := chaos.DefaultTravelHold
+		for _, s := range r.Plan {
+			if s.Fault == chaos.FaultTimeTravel && s.Hold > 0 {
+				hold = s.Hold
+			}
+		}
+		out = max(out, f.At.Add(hold).Sub(fs[0].At))
+	}
+	return out
 }
 
 // idleBefore is r's longest wait between two requests of the controller

@@ -22,7 +22,8 @@ const (
 	// object).
 	Unobserved = "unobserved"
 	// Stale: the controller's view lags (a watch that must relist, a
-	// delete it learns of only as a tombstone).
+	// delete it learns of only as a tombstone, a restart against a view
+	// from before its last write).
 	Stale = "stale"
 	// Refused: one request answered with an error (409 on a write, 5xx).
 	Refused = "refused"
@@ -35,6 +36,9 @@ type Point struct {
 	ID    string     `json:"id"`
 	Class string     `json:"class"`
 	Fault chaos.Spec `json:"fault"`
+	// Also are faults that go with Fault to make the point: the view a
+	// restarted instance starts from.
+	Also []chaos.Spec `json:"also,omitempty"`
 	// Signature is what the point does, with generated name suffixes
 	// collapsed: points with one signature are repeats of each other.
 	Signature string `json:"signature"`
@@ -146,6 +150,18 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 				Signature: f + " after " + sig, At: since(start, q.At)}
 			cands = append(cands, cc)
 		}
+		// Stale: the controller restarts right after the write, and its
+		// successor starts against a view from before it (a lagging API
+		// server replica), which holds until TravelHold has passed: an
+		// object it had created is missing, one it had deleted is there,
+		// one it had changed is as it was.
+		if ok {
+			st := c
+			st.Point = Point{Class: Stale, About: about, Fault: chaos.Spec{Fault: chaos.FaultCrash, Target: t, When: chaos.When{Nth: n}},
+				Also:      []chaos.Spec{travelBefore()},
+				Signature: "restart before " + sig, At: since(start, q.At)}
+			cands = append(cands, st)
+		}
 	}
 	// Watches: 410 on each (re)start of a watch.
 	watches := map[string]int{}
@@ -209,7 +225,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		steps = append(steps, Step{Name: name, Before: before, After: len(cands)})
 	}
 	pass("writes that failed", func(c candidate) bool { return c.write && c.failed && c.Class == Intermediate })
-	pass("writes that changed nothing", func(c candidate) bool { return c.write && c.noop && c.Class == Intermediate })
+	pass("writes that changed nothing", func(c candidate) bool { return c.write && c.noop && c.Class != Refused })
 	pass("events of resources the controller does not watch", func(c candidate) bool { return c.unwatched })
 	pass("events held back with no later event to wait for", func(c candidate) bool { return c.Class == Unobserved && c.last })
 	seen := map[string]int{}
@@ -223,6 +239,17 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		points[i].ID = fmt.Sprintf("p%03d", i+1)
 	}
 	return points, found, steps
+}
+
+// TravelHold is how long a restarted instance's view stays from before
+// the write it restarted after: long enough for its workers to act on it.
+const TravelHold = 10 * time.Second
+
+// travelBefore is the time-travel of a restart point: the first instance
+// started after the crash lists from before the last write, for
+// TravelHold.
+func travelBefore() chaos.Spec {
+	return chaos.Spec{Fault: chaos.FaultTimeTravel, Writes: 1, Hold: TravelHold, When: chaos.When{Restarted: true, Count: 1}}
 }
 
 func since(start, at time.Time) reports.Duration { return reports.Duration(at.Sub(start)) }

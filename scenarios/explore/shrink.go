@@ -320,6 +320,16 @@ func Firings(r *reports.Result) []chaos.Spec {
 			continue
 		}
 		at := f.At.Sub(r.Started).Truncate(time.Millisecond)
+		if spec.Fault == chaos.FaultTimeTravel || spec.Fault == chaos.FaultStaleRead {
+			// A view is of the whole target, and of the instance it
+			// fired in: the lists after the firing are served from it.
+			if strings.HasPrefix(f.Outcome, "passed on") {
+				continue
+			}
+			spec.When = chaos.When{After: at, Count: 1, Restarted: spec.When.Restarted}
+			out = append(out, spec)
+			continue
+		}
 		spec.When = chaos.When{After: at, Count: 1}
 		if t, ok := targetOf(f.Request); ok && f.Match > 0 {
 			spec.Target = t
