@@ -234,7 +234,8 @@ func (v *views) at(now time.Time, view view) (int64, error) {
 }
 
 // window is one instance's stale view after a firing: lists served at rv
-// until until; next is the list a refused stream is followed by.
+// until until, and while a refused stream waits for the list that
+// follows it (pending).
 type window struct {
 	injection int
 	rv        int64
@@ -250,24 +251,26 @@ type staleState struct {
 
 // staleFor decides what the stale views do to the list or watch r: the
 // resourceVersion to serve a list at (serve), a streamed list to refuse
-// (refuse), or nothing. Firings are recorded here.
+// (refuse), or nothing. Firings are recorded here. Deciding and opening a
+// window is one step under the instance's lock: the informers of an
+// instance list at once, and each must find the window the first opened.
 func (inj *Injector) staleFor(r Request, q listQuery) (serve int64, refuse bool) {
 	if inj.views == nil {
 		return 0, false
 	}
 	now := inj.clock.Now()
+	inj.stale.mu.Lock()
+	defer inj.stale.mu.Unlock()
 	for i, in := range inj.plan.Injections {
 		f, ok := in.Fault.(staleView)
 		if !ok || !f.t.Matches(r) {
 			continue
 		}
-		inj.stale.mu.Lock()
 		w := inj.stale.windows[i]
-		if w != nil && !now.Before(w.until) && !w.pending[q.resource] {
+		if w != nil && !now.Before(w.until) && len(w.pending) == 0 {
 			delete(inj.stale.windows, i)
 			w = nil
 		}
-		inj.stale.mu.Unlock()
 		if w == nil {
 			if !q.isList {
 				continue
@@ -285,22 +288,18 @@ func (inj *Injector) staleFor(r Request, q listQuery) (serve int64, refuse bool)
 				continue
 			}
 			w = &window{injection: i, rv: rv, until: now.Add(f.v.Hold), pending: map[string]bool{}}
-			inj.stale.mu.Lock()
 			inj.stale.windows[i] = w
-			inj.stale.mu.Unlock()
 			inj.record(i, now, r.String(), n, fmt.Sprintf("view set at resourceVersion %d%s", rv, holdText(f.v.Hold)))
 		}
 		at, eligible := f.servedAt(q, w.rv)
 		if !eligible {
 			continue
 		}
-		inj.stale.mu.Lock()
 		if q.initial {
 			w.pending[q.resource] = true
 		} else {
 			delete(w.pending, q.resource)
 		}
-		inj.stale.mu.Unlock()
 		return at, q.initial
 	}
 	return 0, false

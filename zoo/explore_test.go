@@ -48,7 +48,7 @@ func exploredControllers(t *testing.T) []explored {
 			"no-cache-sync": "late-start", "done-skipped": "baseline", "blind-write": "flapping-readiness",
 			"hot-loop": "baseline", "tombstone-panic": "tombstone", "retry-no-backoff": "baseline", "no-cooldown": "baseline",
 			"deployments-only": "flapping-readiness", "split-write": "baseline", "list-per-reconcile": "flapping-readiness",
-			"cache-mutation": "baseline", "drops-on-conflict": "baseline",
+			"cache-mutation": "baseline", "drops-on-conflict": "baseline", "no-precondition": "baseline",
 		},
 		missed: map[string]string{
 			"gives-up": "in every world pods become ready, so the key it dropped is enqueued again by the next pod event, and the " +

@@ -142,6 +142,11 @@ func Mutants() []Mutant {
 			p.write = updateCached
 			return p
 		}},
+		{Name: "no-precondition", Bug: "scales with a merge patch that carries no resourceVersion: a successor started against a lagging view writes again what its predecessor had already written", p: func() pieces {
+			p := correct()
+			p.write = patchWithoutPrecondition
+			return p
+		}},
 		{Name: "no-release", Bug: "leader election without ReleaseOnCancel: a successor waits out the Lease", p: func() pieces {
 			p := correct()
 			p.releaseOnCancel = false
@@ -197,6 +202,19 @@ func blindUpdate(k *kit, ctx context.Context, d *appsv1.Deployment, target int32
 	}
 	cp.Annotations[controller.AnnotationLastScale] = time.Now().UTC().Format(time.RFC3339Nano)
 	_, err := k.client.AppsV1().Deployments(d.Namespace).Update(ctx, cp, metav1.UpdateOptions{})
+	if err == nil {
+		k.based.Store(d.Namespace+"/"+d.Name, d.ResourceVersion)
+	}
+	return err
+}
+
+// patchWithoutPrecondition is patchReplicas without the resourceVersion
+// it read: the server takes the decision whatever the Deployment became.
+func patchWithoutPrecondition(k *kit, ctx context.Context, d *appsv1.Deployment, target int32) error {
+	_, err := k.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, scalePatch("", target), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
 	if err == nil {
 		k.based.Store(d.Namespace+"/"+d.Name, d.ResourceVersion)
 	}
