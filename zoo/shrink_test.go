@@ -2,7 +2,9 @@ package zoo_test
 
 import (
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,4 +106,49 @@ func TestShrinkARandomSchedule(t *testing.T) {
 		fails = !scenariotest.RunFake(t, shrunk, scenarios.Options{Seed: seed, Controller: mutant.Controller()}).Pass
 	}
 	assert.True(t, fails, "the shrunk scenario %s fails when run", out.File)
+}
+
+// The stale-state mutant is found by exploring a fault-free world alone
+// (restart-into-the-past's, whose budget allows each Deployment one
+// write), by the restart points (a crash after a write, the successor
+// against a view from before it), and such a point's failing run shrinks
+// to those two faults: the crash alone (crash-after-first-write) does not
+// fail it. (Other points find it too: a held-back Deployment event is a
+// stale view of its own, but whether the mutant's patch lands before the
+// event depends on its workers' order.)
+func TestStaleRestartIsFoundAndShrunk(t *testing.T) {
+	catalogue, err := scaler.Catalogue()
+	require.NoError(t, err)
+	b := slices.IndexFunc(catalogue, func(s *scenarios.Scenario) bool { return s.Name == "restart-into-the-past" })
+	require.GreaterOrEqual(t, b, 0)
+	world := explore.WithoutFaults(catalogue[b])
+	m := slices.IndexFunc(zoo.Mutants(), func(m zoo.Mutant) bool { return m.Name == "no-precondition" })
+	require.GreaterOrEqual(t, m, 0)
+	mutant := zoo.Mutants()[m]
+
+	dir := t.TempDir()
+	e := scenariotest.Explore(t, world, mutant.Controller(), scenariotest.ExploreOptions{Seed: 100, Dir: dir})
+	require.NotNil(t, e)
+	var restarts []explore.Outcome
+	for _, o := range e.Outcomes {
+		if o.Point.Class == explore.Stale && strings.HasPrefix(o.Point.Signature, "restart before ") && len(o.Differences) > 0 {
+			restarts = append(restarts, o)
+		}
+	}
+	require.NotEmpty(t, restarts, "no restart point found it:\n%s", e.Text())
+	o := restarts[0]
+	assert.Contains(t, o.Point.Signature, "restart before patch deployments/web-")
+	require.NotEmpty(t, o.Replay, "a replay command")
+
+	res, err := reports.Read(filepath.Join(dir, o.Result))
+	require.NoError(t, err)
+	out, err := scenariotest.Shrink(t, res, mutant.Controller(), scenariotest.ShrinkOptions{Dir: t.TempDir()})
+	require.NoError(t, err)
+	var faults []string
+	for _, s := range out.Faults {
+		faults = append(faults, s.Fault)
+	}
+	t.Logf("%d restart points found it; %s shrunk to %v in %d runs: %s", len(restarts), o.Point.ID, faults, out.Runs, out.Replay)
+	assert.ElementsMatch(t, []string{chaos.FaultCrash, chaos.FaultTimeTravel}, faults, "the restart and its view, nothing else")
+	assert.FileExists(t, out.File)
 }
