@@ -31,6 +31,11 @@ type Spec struct {
 	// scenario's own fault that never fires says the scenario proves
 	// nothing.
 	Profile string `json:"profile,omitempty"`
+	// Controller names the controller whose instances the fault is
+	// injected into, when a scenario runs several; empty means the
+	// controller under test. The chaos package does not read it: the
+	// scenario engine binds each fault to its controller's injector.
+	Controller string `json:"controller,omitempty"`
 }
 
 // The faults' names, as a Spec and a scenario file write them: code that
@@ -157,6 +162,7 @@ type specJSON struct {
 	RetryAfter int               `json:"retryAfter,omitzero"`
 	Code       int               `json:"code,omitzero"`
 	Delay      duration.Duration `json:"delay,omitzero"`
+	Controller string            `json:"controller,omitzero"`
 }
 
 // decodeStrict decodes b into v, refusing unknown fields.
@@ -183,7 +189,7 @@ func (w *When) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the delay as "2s".
 func (s Spec) MarshalJSON() ([]byte, error) {
-	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration.Duration(s.Delay)})
+	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration.Duration(s.Delay), s.Controller})
 }
 
 // UnmarshalJSON accepts "2s" for delay and rejects unknown fields.
@@ -192,7 +198,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	if err := decodeStrict(b, &raw); err != nil {
 		return fmt.Errorf("fault spec: %w", err)
 	}
-	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay)}
+	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay), Controller: raw.Controller}
 	return nil
 }
 
