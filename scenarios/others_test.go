@@ -27,6 +27,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
+	"github.com/converge-lab/converge/scenarios/scenariotest"
 	"github.com/converge-lab/converge/sim/backends"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
@@ -436,4 +437,44 @@ func TestACrashTargetsOneController(t *testing.T) {
 		ended[l.Controller] = append(ended[l.Controller], !l.Ended.IsZero())
 	}
 	assert.Equal(t, map[string][]bool{"": {false}, "other": {true, false}}, ended, "the other controller's instance crashed and was replaced")
+}
+
+// scenariotest runs a scenario's others with the Go values its options
+// give: a run without them would end as the harness's error and fail.
+func TestScenariotestRunsTheOthers(t *testing.T) {
+	s := loadPair(t)
+	s.Backends = []string{fake.Name}
+	scenariotest.RunScenarios(t, []*scenarios.Scenario{s}, func(*scenarios.Scenario) scenarios.Controller { return scaler.Controller{} },
+		scenariotest.Options{Others: map[string]scenarios.Controller{"other": labeler}})
+}
+
+// The controller under test may take its identity from the file too, when
+// its Go value declares none: applied and enforced as a declared one is.
+func TestTheControllerUnderTestMayTakeItsIdentityFromTheFile(t *testing.T) {
+	for name, verbs := range map[string][]any{"granted": {"get", "list", "watch", "patch"}, "refused": {"get", "list", "watch"}} {
+		t.Run(name, func(t *testing.T) {
+			s := loadPair(t)
+			role := s.Others[0].RBAC[0].Manifest
+			s.Controller = scenarios.ControllerSpec{ServiceAccount: "other-controller", RBAC: []scenarios.Objects{
+				{Manifest: scenarios.Object{"apiVersion": role["apiVersion"], "kind": "Role", "metadata": role["metadata"],
+					"rules": []any{map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"deployments"}, "verbs": verbs}}}},
+				s.Others[0].RBAC[1]}}
+			s.Others = nil
+			var res *reports.Result
+			synctest.Test(t, func(t *testing.T) {
+				res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: labeler})
+			})
+			require.Empty(t, res.Error)
+			assert.NotContains(t, strings.Join(res.Notes, "\n"), "full rights")
+			forbidden := findingsOf(res, scenarios.InvNoForbidden)
+			if name == "granted" {
+				assert.True(t, res.Pass, "%v", res.Reasons)
+				assert.Empty(t, forbidden)
+				return
+			}
+			require.Len(t, forbidden, 1, "%v", res.Reasons)
+			assert.Contains(t, forbidden[0].Detail, "the controller's patch deployments/web-")
+			assert.Contains(t, forbidden[0].Detail, "system:serviceaccount:converge:other-controller")
+		})
+	}
 }
