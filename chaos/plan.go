@@ -54,6 +54,11 @@ type Firing struct {
 	// that no request set off (a partition's window opening, an exit).
 	Match   int `json:",omitempty"`
 	Outcome string
+	// Controller names the controller whose client the fault fired in,
+	// when a scenario runs several; empty for the one under test. The
+	// injector leaves it empty: whoever records firings per controller
+	// sets it.
+	Controller string `json:",omitempty"`
 }
 
 // Recorder receives every firing. It must be safe for concurrent use.

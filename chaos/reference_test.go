@@ -102,10 +102,10 @@ func paramsOf(base Spec) ([]param, error) {
 }
 
 // isParam says whether a field of Spec is a parameter, which some faults
-// read, rather than what every fault has (its name, target and when, and
-// the profile it came from).
+// read, rather than what every fault has (its name, target and when, the
+// profile it came from and the controller it is bound to).
 func isParam(f reflect.StructField) bool {
-	return f.Name != "Fault" && f.Name != "Target" && f.Name != "When" && f.Name != "Profile"
+	return f.Name != "Fault" && f.Name != "Target" && f.Name != "When" && f.Name != "Profile" && f.Name != "Controller"
 }
 
 // jsonKey is the key a file writes field f under.

@@ -41,6 +41,11 @@ type Spec struct {
 	// scenario's own fault that never fires says the scenario proves
 	// nothing.
 	Profile string `json:"profile,omitempty"`
+	// Controller names the controller whose instances the fault is
+	// injected into, when a scenario runs several; empty means the
+	// controller under test. The chaos package does not read it: the
+	// scenario engine binds each fault to its controller's injector.
+	Controller string `json:"controller,omitempty"`
 }
 
 // The faults' names, as a Spec and a scenario file write them: code that
@@ -181,6 +186,7 @@ type specJSON struct {
 	Lag        duration.Duration `json:"lag,omitzero"`
 	Writes     int               `json:"writes,omitzero"`
 	Hold       duration.Duration `json:"hold,omitzero"`
+	Controller string            `json:"controller,omitzero"`
 }
 
 // decodeStrict decodes b into v, refusing unknown fields.
@@ -208,7 +214,7 @@ func (w *When) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the delay as "2s".
 func (s Spec) MarshalJSON() ([]byte, error) {
 	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration.Duration(s.Delay),
-		duration.Duration(s.Lag), s.Writes, duration.Duration(s.Hold)})
+		duration.Duration(s.Lag), s.Writes, duration.Duration(s.Hold), s.Controller})
 }
 
 // UnmarshalJSON accepts "2s" for delay and rejects unknown fields.
@@ -218,7 +224,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("fault spec: %w", err)
 	}
 	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay),
-		Lag: time.Duration(raw.Lag), Writes: raw.Writes, Hold: time.Duration(raw.Hold)}
+		Lag: time.Duration(raw.Lag), Writes: raw.Writes, Hold: time.Duration(raw.Hold), Controller: raw.Controller}
 	return nil
 }
 

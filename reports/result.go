@@ -185,7 +185,8 @@ type History struct {
 	// Resources are the kinds the observer watched, by resource, as
 	// "apps/v1 Deployment".
 	Resources map[string]string `json:"resources,omitempty"`
-	// Lives are the controller's instances, from start to end.
+	// Lives are the instances of the controller, and of any other the
+	// scenario runs beside it, from start to end.
 	Lives []Life `json:"lives,omitempty"`
 	// Polls are the instants the goal was judged at, with what the
 	// instances and the controller's own judge said then.
@@ -198,8 +199,11 @@ type History struct {
 
 // Life is one instance of the controller.
 type Life struct {
-	Instance int       `json:"instance"`
-	Started  time.Time `json:"started"`
+	Instance int `json:"instance"`
+	// Controller names the controller the instance is one of, when a
+	// scenario runs several; empty for the controller under test.
+	Controller string    `json:"controller,omitempty"`
+	Started    time.Time `json:"started"`
 	// Ended is when a fault ended it (zero when it ran to the run's end);
 	// Requests is how many requests the history held then.
 	Ended    time.Time `json:"ended,omitzero"`
@@ -232,12 +236,16 @@ type EndObject struct {
 	Object map[string]any `json:"object"`
 }
 
-// Request is one request of the controller under test.
+// Request is one request of the controller under test, or of another
+// controller the scenario runs beside it.
 type Request struct {
 	At       time.Time `json:"at"`
 	Instance int       `json:"instance"`
-	Verb     string    `json:"verb"`
-	Resource string    `json:"resource"`
+	// Controller names the controller that made it, when a scenario runs
+	// several; empty for the controller under test.
+	Controller string `json:"controller,omitempty"`
+	Verb       string `json:"verb"`
+	Resource   string `json:"resource"`
 	// Namespace is empty for cluster-scoped resources.
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name,omitempty"`
@@ -264,13 +272,18 @@ type Body struct {
 	Object    map[string]any  `json:"object,omitempty"`
 }
 
-// String is "patch deployments/web-1 -> 409".
+// String is "patch deployments/web-1 -> 409", after "labeler: " for a
+// request of another controller than the one under test.
 func (r Request) String() string {
 	obj := r.Resource
 	if r.Name != "" {
 		obj += "/" + r.Name
 	}
-	return fmt.Sprintf("%s %s -> %d", r.Verb, obj, r.Code)
+	by := ""
+	if r.Controller != "" {
+		by = r.Controller + ": "
+	}
+	return fmt.Sprintf("%s%s %s -> %d", by, r.Verb, obj, r.Code)
 }
 
 // WatchEvent is a change the observer (an unfaulted client) saw.

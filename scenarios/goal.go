@@ -105,7 +105,9 @@ func (r *run) faultsEnd() time.Duration { return r.s.FaultsEnd() }
 
 // goal records a poll at now (what the instances and the controller's
 // own judge say) and answers the goal on it, with the world as seen; with
-// the controller's last write by then.
+// the last write of any controller by then. Live counts the controller
+// under test's instances; Work is any controller's: a world another
+// controller still works on has not settled.
 func (r *run) goal(g *check.GoalClock, now time.Time) (ok bool, why string, again bool, lastWrite time.Time) {
 	probes := r.sample(now)
 	p := reports.Poll{At: now}
@@ -122,15 +124,19 @@ func (r *run) goal(g *check.GoalClock, now time.Time) (ok bool, why string, agai
 		}
 		pr, ok := probes[in]
 		if !ok {
-			p.Live++
+			if in.ctl.primary() {
+				p.Live++
+			}
 			continue
 		}
 		if !pr.Leading {
 			continue // a standby's queue fills and waits, as it should
 		}
-		p.Live++
+		if in.ctl.primary() {
+			p.Live++
+		}
 		if pr.QueueDepth > 0 || pr.Busy {
-			p.Work = fmt.Sprintf("instance %d has work: %d queued", in.index, pr.QueueDepth)
+			p.Work = fmt.Sprintf("instance %d%s has work: %d queued", in.index, in.ctl.of(), pr.QueueDepth)
 		}
 	}
 	r.mu.Unlock()
@@ -143,16 +149,22 @@ func (r *run) goal(g *check.GoalClock, now time.Time) (ok bool, why string, agai
 	return ok, why, again, h.lastWrite
 }
 
-// sample probes the instances, records their sum when it changed, and
-// returns each instance's probe.
+// sample probes the instances, records the sum of the controller under
+// test's when it changed (the samples are its alone), and returns each
+// instance's probe.
 func (r *run) sample(now time.Time) map[*instance]Probe {
 	r.mu.Lock()
 	total := Probe{CountsRetries: true}
 	probes := make(map[*instance]Probe, len(r.instances))
+	primary := 0
 	for _, in := range r.instances {
 		if p, ok := in.runner.(Prober); ok {
 			pr := p.Probe()
 			probes[in] = pr
+			if !in.ctl.primary() {
+				continue
+			}
+			primary++
 			total.QueueDepth += pr.QueueDepth
 			total.Reconciles += pr.Reconciles
 			total.Retries += pr.Retries
@@ -160,7 +172,7 @@ func (r *run) sample(now time.Time) map[*instance]Probe {
 		}
 	}
 	r.mu.Unlock()
-	if len(probes) > 0 {
+	if primary > 0 {
 		r.hist.sample(reports.Sample{At: now, QueueDepth: total.QueueDepth, Reconciles: total.Reconciles, Retries: total.Retries, CountsRetries: total.CountsRetries})
 	}
 	return probes

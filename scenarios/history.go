@@ -101,10 +101,11 @@ func (h *history) selected(sel Selector) []*unstructured.Unstructured {
 	return h.seen.Selected(check.Selector{APIVersion: sel.APIVersion, Kind: sel.Kind, Name: sel.Name, Labels: sel.Labels})
 }
 
-// started records an instance's start.
-func (h *history) started(idx int, at time.Time) {
+// started records the start of instance idx of the controller named so
+// ("" for the one under test).
+func (h *history) started(idx int, controller string, at time.Time) {
 	h.mu.Lock()
-	h.h.Lives = append(h.h.Lives, reports.Life{Instance: idx, Started: at})
+	h.h.Lives = append(h.h.Lives, reports.Life{Instance: idx, Controller: controller, Started: at})
 	h.mu.Unlock()
 }
 

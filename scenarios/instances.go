@@ -19,44 +19,45 @@ import (
 	"github.com/converge-lab/converge/scenarios/check"
 )
 
-// startInstance starts one controller instance. The first instances get
-// the whole plan; replacements get it without its process faults, which
-// fire once per run.
-func (r *run) startInstance(ctx context.Context) error {
+// startInstance starts one instance of controller c, on clients through
+// an injector of c's faults. Instances are numbered across the run's
+// controllers, so an index names one instance of one of them.
+func (r *run) startInstance(ctx context.Context, c *controllerRun) error {
 	r.mu.Lock()
 	idx := r.nextIndex
 	r.nextIndex++
+	restarted := c.started >= c.spec.Instances
+	c.started++
 	r.mu.Unlock()
 
-	// Every instance has the same plan and shares its counters and windows
-	// (so "the first PATCH" is the first of any instance, and a crash with
-	// nth: 1 happens once per run); scheduled control-plane faults run from
-	// the run's own injector instead.
+	// Every instance of c has the same plan and shares its counters and
+	// windows (so "the first PATCH" is the first of any instance, and a
+	// crash with nth: 1 happens once per run); scheduled control-plane
+	// faults run from the run's own injector instead.
 	var injections []chaos.Injection
-	for _, in := range r.plan {
+	for _, in := range c.plan {
 		if _, cp := chaos.PlaneOf(in.Fault); !cp || !in.Fault.Target().IsZero() {
 			injections = append(injections, in)
 		}
 	}
 	instCtx, cancel := context.WithCancel(ctx)
-	inst := &instance{index: idx, cancel: cancel, done: make(chan struct{})}
+	inst := &instance{index: idx, ctl: c, cancel: cancel, done: make(chan struct{})}
+	recorder := r.recorderOf(c)
 	plan := chaos.Plan{
 		Seed:       r.opts.Seed,
 		Injections: injections,
-		Shared:     &r.shared,
-		Recorder:   r.hist,
-		// The first instances start with the run; any later one replaced
-		// one that ended.
-		Restarted: idx >= r.s.Controller.Instances,
+		Shared:     &c.shared,
+		Recorder:   recorder,
+		Restarted:  restarted,
 		OnCrash: func() {
-			r.hist.log(time.Now(), fmt.Sprintf("instance %d crashed: stopped without a drain, its client fenced", idx))
+			r.hist.log(time.Now(), fmt.Sprintf("instance %d%s crashed: stopped without a drain, its client fenced", idx, c.of()))
 			if k, ok := inst.runner.(interface{ Kill() }); ok {
 				k.Kill() // a process: SIGKILL
 			}
 			r.endInstance(ctx, inst)
 		},
 		OnTerminate: func() {
-			r.hist.log(time.Now(), fmt.Sprintf("instance %d terminated: graceful shutdown", idx))
+			r.hist.log(time.Now(), fmt.Sprintf("instance %d%s terminated: graceful shutdown", idx, c.of()))
 			r.endInstance(ctx, inst)
 		},
 	}
@@ -67,24 +68,28 @@ func (r *run) startInstance(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in := Instance{Index: idx, Identity: fmt.Sprintf("instance-%d", idx), Namespace: r.env.Namespace,
-		Settings: maps.Clone(r.s.Controller.Settings), Log: r.opts.Log, Recorder: r.hist, CacheTransform: r.caches.transform(idx)}
-	if err := r.clients(&in, inj); err != nil {
+	identity, lease := fmt.Sprintf("instance-%d", idx), leaseName(c.ctl.Name())
+	if !c.primary() {
+		identity, lease = fmt.Sprintf("%s-instance-%d", c.name, idx), leaseName(c.name)
+	}
+	in := Instance{Index: idx, Identity: identity, Namespace: r.env.Namespace,
+		Settings: maps.Clone(c.spec.Settings), Log: r.opts.Log, Recorder: recorder, CacheTransform: r.caches.transform(idx)}
+	if err := r.clients(&in, inj, c); err != nil {
 		return err
 	}
-	if out, ok := r.opts.Controller.(OutOfProcess); ok && out.NeedsKubeconfig() {
-		if in.Kubeconfig, err = r.proxy(idx, inj); err != nil {
+	if out, ok := c.ctl.(OutOfProcess); ok && out.NeedsKubeconfig() {
+		if in.Kubeconfig, err = r.proxy(idx, inj, c); err != nil {
 			return err
 		}
 	}
-	if r.s.Controller.Instances > 1 {
-		ld := time.Duration(r.s.Controller.LeaseDuration)
-		in.LeaderElection = &LeaderElection{Namespace: r.env.Namespace, Name: leaseName(r.opts.Controller.Name()), Identity: in.Identity,
+	if c.spec.Instances > 1 {
+		ld := time.Duration(c.spec.LeaseDuration)
+		in.LeaderElection = &LeaderElection{Namespace: r.env.Namespace, Name: lease, Identity: in.Identity,
 			LeaseDuration: ld, RenewDeadline: ld * 2 / 3, RetryPeriod: ld / 7}
 	}
-	runner, err := r.opts.Controller.New(in)
+	runner, err := c.ctl.New(in)
 	if err != nil {
-		return fmt.Errorf("building instance %d: %w", idx, err)
+		return fmt.Errorf("building instance %d%s: %w", idx, c.of(), err)
 	}
 	inst.runner = runner
 	r.mu.Lock()
@@ -92,38 +97,39 @@ func (r *run) startInstance(ctx context.Context) error {
 	r.injectors = append(r.injectors, inj)
 	r.mu.Unlock()
 	inj.Start(instCtx)
-	r.hist.started(idx, time.Now())
-	r.hist.log(time.Now(), fmt.Sprintf("instance %d started", idx))
+	r.hist.started(idx, c.name, time.Now())
+	r.hist.log(time.Now(), fmt.Sprintf("instance %d%s started", idx, c.of()))
 	// Not in r.wg: an instance that never returns must not hold up the
 	// run's end (stopInstances waits for it with a grace, and says so).
 	go func() {
 		defer close(inst.done)
 		defer func() {
 			if p := recover(); p != nil {
-				r.hist.find(check.Finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d panicked: %v", idx, p)))
+				r.hist.find(check.Finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d%s panicked: %v", idx, c.of(), p)))
 			}
 		}()
 		err := runner.Run(instCtx)
 		switch {
 		case errors.Is(err, errUncleanExit):
-			r.hist.find(check.Finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d %v", idx, err)))
+			r.hist.find(check.Finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d%s %v", idx, c.of(), err)))
 		case err != nil && !errors.Is(err, context.Canceled):
-			r.hist.log(time.Now(), fmt.Sprintf("instance %d ended: %v", idx, err))
+			r.hist.log(time.Now(), fmt.Sprintf("instance %d%s ended: %v", idx, c.of(), err))
 		}
 	}()
 	return nil
 }
 
-// proxy starts the fault proxy of an out-of-process instance (closed when
-// the run ends) and returns the kubeconfig that reaches it. Its requests are
-// recorded as they leave the proxy for the server.
-func (r *run) proxy(idx int, inj *chaos.Injector) (string, error) {
+// proxy starts the fault proxy of an out-of-process instance of c (closed
+// when the run ends) and returns the kubeconfig that reaches it, as c's
+// identity. Its requests are recorded as they leave the proxy for the
+// server.
+func (r *run) proxy(idx int, inj *chaos.Injector, c *controllerRun) (string, error) {
 	if r.env.ControllerConfig == nil || r.env.InProcess != nil {
 		// The fake's REST door is in process: no listener to reach.
 		return "", fmt.Errorf("the %s backend has no server for a controller binary to reach", r.opts.Backend.Name())
 	}
-	upstream := rest.CopyConfig(r.env.ControllerConfig)
-	upstream.Wrap(recordHTTP(idx, r))
+	upstream := rest.CopyConfig(c.config)
+	upstream.Wrap(recordHTTP(idx, c, r))
 	p, err := chaos.NewProxy(upstream, inj)
 	if err != nil {
 		return "", err
@@ -190,8 +196,8 @@ func (r *run) endInstance(ctx context.Context, inst *instance) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Duration(r.s.Controller.RestartAfter)):
-			if err := r.startInstance(ctx); err != nil {
+		case <-time.After(time.Duration(inst.ctl.spec.RestartAfter)):
+			if err := r.startInstance(ctx, inst.ctl); err != nil {
 				r.hist.log(time.Now(), "restarting: "+err.Error())
 			}
 		}
@@ -222,13 +228,13 @@ func (r *run) stopInstances() {
 	}
 }
 
-// clients gives in its clients: each through inj, recording every
-// request. On fake the typed client is the fake clientset (door 1) and the
-// config the in-memory API's REST door; both act as the controller's
+// clients gives in, an instance of c, its clients: each through inj,
+// recording every request. On fake the typed client is the fake clientset
+// (door 1) and the config the in-memory API's REST door; both act as c's
 // identity.
-func (r *run) clients(in *Instance, inj *chaos.Injector) error {
-	cfg := chaos.Configure(r.env.ControllerConfig, inj)
-	cfg.Wrap(recordHTTP(in.Index, r))
+func (r *run) clients(in *Instance, inj *chaos.Injector, c *controllerRun) error {
+	cfg := chaos.Configure(c.config, inj)
+	cfg.Wrap(recordHTTP(in.Index, c, r))
 	in.Config = cfg
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -236,14 +242,14 @@ func (r *run) clients(in *Instance, inj *chaos.Injector) error {
 	}
 	in.Dynamic = dc
 	if r.env.InProcess != nil {
-		cs, err := r.env.InProcess.NewControllerClient()
+		cs, err := r.typedClient(c)
 		if err != nil {
 			return err
 		}
 		if err := inj.InstallFake(&cs.Fake); err != nil {
 			return err
 		}
-		recordFake(cs, in.Index, r)
+		recordFake(cs, in.Index, c, r)
 		in.Client = cs
 		return nil
 	}

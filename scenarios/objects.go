@@ -110,17 +110,35 @@ func checkManifest(m Object, count int) []string {
 // in name order, not recursively.
 func readObjectFiles(s *Scenario, files fs.FS, dir string) []error {
 	var errs []error
+	s.Objects, errs = readFiles(s.Objects, "objects", files, dir, true)
+	var more []error
+	s.Controller.RBAC, more = readFiles(s.Controller.RBAC, "controller.rbac", files, dir, false)
+	errs = append(errs, more...)
+	s.Others = slices.Clone(s.Others)
+	for i := range s.Others {
+		c := &s.Others[i]
+		c.RBAC, more = readFiles(c.RBAC, fmt.Sprintf("others[%d].rbac", i), files, dir, false)
+		errs = append(errs, more...)
+	}
+	return errs
+}
+
+// readFiles replaces each entry of list that names a file by one entry per
+// manifest the file holds; at is where list is in the file. Manifests are
+// checked as objects the scenario creates when check is set.
+func readFiles(list []Objects, at string, files fs.FS, dir string, check bool) ([]Objects, []error) {
+	var errs []error
 	var out []Objects
-	for i, o := range s.Objects {
+	for i, o := range list {
 		if o.File == "" {
 			out = append(out, o)
 			continue
 		}
 		bad := func(format string, args ...any) {
-			errs = append(errs, fieldError{fmt.Sprintf("objects[%d].file", i), fmt.Sprintf(format, args...)})
+			errs = append(errs, fieldError{fmt.Sprintf("%s[%d].file", at, i), fmt.Sprintf(format, args...)})
 		}
 		if files == nil {
-			bad("%s: object files are read relative to a scenario file; this scenario has none", o.File)
+			bad("%s: files are read relative to a scenario file; this scenario has none", o.File)
 			continue
 		}
 		name := path.Join(dir, strings.ReplaceAll(o.File, `\`, "/"))
@@ -134,14 +152,15 @@ func readObjectFiles(s *Scenario, files fs.FS, dir string) []error {
 			continue
 		}
 		for _, d := range docs {
-			for _, msg := range checkManifest(d.obj, o.Count) {
-				bad("%s, document %d: %s", d.file, d.n, msg)
+			if check {
+				for _, msg := range checkManifest(d.obj, o.Count) {
+					bad("%s, document %d: %s", d.file, d.n, msg)
+				}
 			}
 			out = append(out, Objects{Manifest: d.obj, Count: o.Count, Source: d.file})
 		}
 	}
-	s.Objects = out
-	return errs
+	return out, errs
 }
 
 type manifest struct {

@@ -36,6 +36,9 @@ const (
 	InvNoForbidden     = check.NoForbiddenRequest
 	// InvWritesAllowed is judged when the scenario has write rules.
 	InvWritesAllowed = check.WritesAllowed
+	// InvNoWriteWar breaks when two of the scenario's controllers keep
+	// undoing each other's value of one field; judged when it runs others.
+	InvNoWriteWar = check.NoWriteWar
 	// InvRuleError breaks when an invariant's rule cannot be evaluated
 	// for a reason other than a field not being there.
 	InvRuleError = check.InvariantEvaluates
@@ -45,9 +48,9 @@ const (
 var BuiltinInvariants = check.Invariants()
 
 // recordFake puts a recorder in front of a fake clientset's chains (and so
-// in front of the chaos injector): it sees every request as the controller
-// does, injected answers included.
-func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
+// in front of the chaos injector) of instance idx of c: it sees every
+// request as the controller does, injected answers included.
+func recordFake(cs *k8sfake.Clientset, idx int, c *controllerRun, r *run) {
 	cs.Fake.Lock()
 	defer cs.Fake.Unlock()
 	reactions := cs.Fake.ReactionChain
@@ -68,7 +71,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 				if !handled {
 					continue
 				}
-				r.fakeAction(idx, a, seen, sent, err)
+				r.fakeAction(idx, c, a, seen, sent, err)
 				return true, obj, err
 			}
 			return false, nil, nil
@@ -85,7 +88,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 				if !handled {
 					continue
 				}
-				r.fakeAction(idx, a, seen, nil, err)
+				r.fakeAction(idx, c, a, seen, nil, err)
 				if err == nil && w != nil {
 					w = r.caches.trackWatch(idx, w)
 				}
@@ -98,12 +101,12 @@ func recordFake(cs *k8sfake.Clientset, idx int, r *run) {
 // fakeAction records a request of the fake clientset: seen is how many
 // events the history held when it was sent, sent the object a create or
 // update sent, as it was sent.
-func (r *run) fakeAction(idx int, a k8stesting.Action, seen int, sent runtime.Object, err error) {
+func (r *run) fakeAction(idx int, c *controllerRun, a k8stesting.Action, seen int, sent runtime.Object, err error) {
 	verb := a.GetVerb()
 	if verb == "delete-collection" {
 		verb = "deletecollection"
 	}
-	q := reports.Request{At: time.Now(), Instance: idx, Verb: verb, Resource: a.GetResource().Resource, Namespace: a.GetNamespace(), Code: code(verb, err), Seen: seen}
+	q := reports.Request{At: time.Now(), Instance: idx, Controller: c.name, Verb: verb, Resource: a.GetResource().Resource, Namespace: a.GetNamespace(), Code: code(verb, err), Seen: seen}
 	if a.GetSubresource() != "" {
 		q.Resource += "/" + a.GetSubresource()
 	}
@@ -136,7 +139,7 @@ func (r *run) fakeAction(idx int, a k8stesting.Action, seen int, sent runtime.Ob
 	}
 	r.hist.request(q)
 	r.pace(q)
-	if w != nil {
+	if w != nil && c.primary() {
 		r.wrote(*w)
 	}
 }
@@ -166,8 +169,9 @@ func code(verb string, err error) int {
 	return 0
 }
 
-// recordHTTP records the requests of an HTTP client, outside its injector.
-func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
+// recordHTTP records the requests of an HTTP client of instance idx of c,
+// outside its injector.
+func recordHTTP(idx int, c *controllerRun, r *run) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			cr, ok := chaos.ParseRequest(req)
@@ -180,7 +184,7 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 			}
 			at, seen := time.Now(), r.hist.events()
 			resp, err := next.RoundTrip(req)
-			q := reports.Request{At: at, Instance: idx, Verb: cr.Verb, Resource: cr.Resource, Namespace: cr.Namespace, Name: cr.Name, Seen: seen}
+			q := reports.Request{At: at, Instance: idx, Controller: c.name, Verb: cr.Verb, Resource: cr.Resource, Namespace: cr.Namespace, Name: cr.Name, Seen: seen}
 			if cr.Subresource != "" {
 				q.Resource += "/" + cr.Subresource
 			}
@@ -212,7 +216,7 @@ func recordHTTP(idx int, r *run) func(http.RoundTripper) http.RoundTripper {
 			}
 			r.hist.request(q)
 			r.pace(q)
-			if w != nil {
+			if w != nil && c.primary() {
 				r.wrote(*w)
 			}
 			return resp, err
@@ -260,7 +264,8 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// wrote shows one successful write of the controller to its own judge.
+// wrote shows one successful write of the controller under test to its
+// own judge (another controller's writes are not its).
 func (r *run) wrote(w Write) {
 	if j := r.judge; j != nil {
 		j.Wrote(w)

@@ -41,6 +41,12 @@ type Options struct {
 	// Controller under test. Required, unless the scenario names a
 	// command to run out of process.
 	Controller Controller
+	// Others are the Go values of the scenario's others
+	// (Scenario.Others), by name: each runs beside Controller on the same
+	// backend, as its own identity, through its own fault injectors. One
+	// whose spec gives a command needs none; a name the scenario's others
+	// do not have is an error.
+	Others map[string]Controller
 	// Replay is the command that replays this run, recorded in the result.
 	Replay string
 	// Log receives the output of controllers run out of process. Nil
@@ -145,7 +151,13 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 			"(scenariotest's functions call it for you); it replaces apimachinery's process-wide error and panic handling, as its doc says"
 		return res
 	}
-	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory()}
+	r := &run{s: s.withDefaults(), opts: opts, res: res, hist: newHistory(), paces: map[string]*pacer{}}
+	ctls, err := resolveControllers(&r.s, opts)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	r.controllers = ctls
 	r.caches = newCaches(r)
 	r.hotLoopN = r.spinBound()
 	r.createN = max(createsWithoutEnd, createsPerObject*r.s.ObjectCount())
@@ -180,29 +192,29 @@ type run struct {
 	obs   *observer
 	judge Judge // the controller's own, or nil
 	plan  []chaos.Injection
+	// controllers are the controller under test, then the scenario's
+	// others.
+	controllers []*controllerRun
 
 	mu         sync.Mutex
 	instances  map[int]*instance
 	nextIndex  int
 	restarting int // restarts scheduled, not yet started
 	wg         sync.WaitGroup
-	shared     chaos.Shared
 	injectors  []*chaos.Injector
 	proxies    []*chaos.Proxy
 	dir        string // scratch files: kubeconfigs
 	// afterBackend runs once the backend has stopped.
 	afterBackend []func()
 
-	// abort ends the run early (a hot loop); paceAt and paceN count the
-	// requests made since the clock last moved.
+	// abort ends the run early (a hot loop); paces count each
+	// controller's requests since the clock last moved, by name.
 	abort    context.CancelFunc
 	aborted  atomic.Bool
 	limited  atomic.Bool // the caller's Limit ended the run
 	paceMu   sync.Mutex
-	paceAt   time.Time
-	paceN    int
+	paces    map[string]*pacer
 	hotLoopN int // see hotLoop
-	created  int // objects the controller created, its bookkeeping aside
 	createN  int // see createsWithoutEnd
 	// failed is the first step of the harness that failed during the run
 	// (see fail).
@@ -248,31 +260,49 @@ func (r *run) spinBound() int {
 	return max(hotLoopRequests, hotLoopPerObject*r.s.ObjectCount())
 }
 
-// pace counts a request q of the controller, and ends the run when the
+// pacer counts one controller's requests since the clock last moved, and
+// the objects it created (its bookkeeping aside).
+type pacer struct {
+	at      time.Time
+	n       int
+	created int
+}
+
+// pace counts a request q of a controller, and ends the run when that
 // controller spins (requests without the clock moving) or creates without
-// end.
+// end. Each controller is paced on its own: two busy at one instant do
+// not add up to a hot loop.
 func (r *run) pace(q reports.Request) {
 	at := q.At
 	r.paceMu.Lock()
-	if !at.Equal(r.paceAt) {
-		r.paceAt, r.paceN = at, 0
+	p := r.paces[q.Controller]
+	if p == nil {
+		p = &pacer{}
+		r.paces[q.Controller] = p
 	}
-	r.paceN++
-	spins := r.paceN == r.hotLoopN
+	if !at.Equal(p.at) {
+		p.at, p.n = at, 0
+	}
+	p.n++
+	spins := p.n == r.hotLoopN
 	if q.Verb == "create" && check.SuccessfulWrite(q) {
-		r.created++
+		p.created++
 	}
-	creates := r.created == r.createN
+	creates, created := p.created == r.createN, p.created
 	r.paceMu.Unlock()
 	if check.IsWrite(q.Verb) {
 		r.caches.wrote(q.Instance, q)
 	}
 	r.checkLimit()
+	who := "the controller"
+	if q.Controller != "" {
+		who += " " + q.Controller
+	}
 	switch {
 	case spins:
-		r.hotLoop(at, fmt.Sprintf("%d requests without the clock moving: the controller spins", r.hotLoopN))
+		r.hotLoop(at, fmt.Sprintf("%d requests without the clock moving: %s spins", r.hotLoopN, who))
 	case creates:
-		r.hotLoop(at, fmt.Sprintf("%d objects created: the controller creates without end", r.created))
+		r.hotLoop(at, fmt.Sprintf("%d objects created: %s creates without end", created, who))
 	}
 }
 
@@ -303,6 +333,7 @@ func (r *run) checkLimit() bool {
 
 type instance struct {
 	index  int
+	ctl    *controllerRun
 	cancel context.CancelFunc
 	runner Runner
 	done   chan struct{}
@@ -318,6 +349,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	r.plan = plan
+	bindFaults(&r.s, plan, r.controllers)
 	backend, err := r.backend(ctx)
 	if err != nil {
 		return err
@@ -335,8 +367,8 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}()
 	r.env = env
-	for _, in := range plan {
-		if err := in.Fault.Available(r.layer()); err != nil {
+	for i, in := range plan {
+		if err := in.Fault.Available(r.layer(r.faultController(i))); err != nil {
 			return fmt.Errorf("fault %s cannot run on %s: %w", in.Fault.Name(), r.opts.Backend, err)
 		}
 		if _, cp := chaos.PlaneOf(in.Fault); cp && env.ControlPlane == nil {
@@ -350,6 +382,9 @@ func (r *run) run(ctx context.Context) error {
 	r.res.Started = r.start
 	r.hist.h.Start = r.start
 	r.instances = map[int]*instance{}
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
 
 	r.kube, err = newKube(env.RESTConfig, env.Namespace)
 	if err != nil {
@@ -415,17 +450,8 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.startSchedule(cpCtx); err != nil {
 		return err
 	}
-	if wait := time.Duration(r.s.Controller.StartAfter); wait > 0 {
-		select {
-		case <-cpCtx.Done():
-			return cpCtx.Err()
-		case <-time.After(wait):
-		}
-	}
-	for range r.s.Controller.Instances {
-		if err := r.startInstance(cpCtx); err != nil {
-			return err
-		}
+	if err := r.startControllers(cpCtx); err != nil {
+		return err
 	}
 	for i, in := range r.s.World.Interference {
 		r.interfere(cpCtx, i, in)
@@ -537,11 +563,8 @@ func (r *run) view() View {
 
 // backend is the run's backend, of its kind.
 func (r *run) backend(ctx context.Context) (sim.Backend, error) {
-	return r.opts.Backend.For(ctx, sim.Run{Name: r.s.Name, Controller: r.identity(), NoWatchCache: r.needsNoWatchCache(), Setup: r.opts.Setup})
+	return r.opts.Backend.For(ctx, sim.Run{Name: r.s.Name, Controller: r.controllers[0].id, NoWatchCache: r.needsNoWatchCache(), Setup: r.opts.Setup})
 }
-
-// identity is the controller's declared identity, or none.
-func (r *run) identity() sim.Identity { return IdentityOf(r.opts.Controller) }
 
 // IdentityOf is the identity c declares (see Identified), or none.
 func IdentityOf(c Controller) sim.Identity {
@@ -562,11 +585,11 @@ func (r *run) needsNoWatchCache() bool {
 	return false
 }
 
-// layer is where the controller's requests meet the faults: the fake
-// clientset's reactors where the backend hands the controller a clientset
-// and it uses that, else its HTTP client.
-func (r *run) layer() chaos.Layer {
-	if c, ok := r.opts.Controller.(ConfigUser); r.env.ControllerClient != nil && !(ok && c.UsesConfig()) {
+// layer is where c's requests meet the faults: the fake clientset's
+// reactors where the backend hands controllers a clientset and c uses
+// that, else its HTTP client.
+func (r *run) layer(c *controllerRun) chaos.Layer {
+	if cu, ok := c.ctl.(ConfigUser); r.env.ControllerClient != nil && !(ok && cu.UsesConfig()) {
 		return chaos.Clientset
 	}
 	return chaos.HTTP

@@ -8,10 +8,12 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/scenarios/expect"
+	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/backends"
 	"github.com/converge-lab/converge/sim/world"
 )
@@ -47,9 +50,22 @@ type Scenario struct {
 	// World is what the simulated cluster around the controller does.
 	World World `json:"world,omitempty"`
 	// Faults are injected into the controller's clients (and, for
-	// apiserver-restart and compaction, into the control plane).
+	// apiserver-restart and compaction, into the control plane). A fault
+	// that names one of the others (controller: its name) is injected
+	// into that controller's clients instead.
 	Faults     []chaos.Spec   `json:"faults,omitempty"`
 	Controller ControllerSpec `json:"controller,omitempty"`
+	// Others are more controllers run beside the controller under test,
+	// on the same API: a second controller of the user's, the scaler, an
+	// operator. Each is named, runs as its own identity with its own
+	// instances and clients, and is faulted only by the faults that name
+	// it. The checks about the controller (writes-allowed, the budgets,
+	// one-writer-at-a-time, retries-failed-writes, its own judge) judge
+	// the controller under test alone; no-write-war catches two
+	// controllers overwriting each other's value of one field. The Go
+	// value of each comes from scenarios.Options.Others by name, unless
+	// it gives a command.
+	Others []ControllerSpec `json:"others,omitempty"`
 	// Invariants must hold on every observed change of the objects they
 	// select.
 	Invariants []Invariant `json:"invariants,omitempty"`
@@ -268,8 +284,23 @@ type Expectation struct {
 	Count *int `json:"count,omitempty"`
 }
 
-// ControllerSpec is how the controller under test runs.
+// ControllerSpec is how the controller under test runs, or one of the
+// others run beside it.
 type ControllerSpec struct {
+	// Name names one of the others: faults and Options.Others name it so,
+	// and the history marks its requests, instances and faults with it.
+	// Required for the others, lower-case letters, digits and dashes;
+	// the controller under test has none (its Go value names it).
+	Name string `json:"name,omitempty"`
+	// ServiceAccount and RBAC are who the controller runs as, for one
+	// whose Go value declares no identity (see Identified) or a command:
+	// RBAC are ServiceAccounts, Roles, ClusterRoles and their bindings (a
+	// file, relative to the scenario file, or a manifest each), applied
+	// in the run's namespace, and every request of the controller is
+	// authorized by them, as a real cluster would. A controller with
+	// neither runs with full rights, and the result says so.
+	ServiceAccount string    `json:"serviceAccount,omitempty"`
+	RBAC           []Objects `json:"rbac,omitempty"`
 	// Instances run side by side; more than one elects a leader. Zero
 	// means 1.
 	Instances int `json:"instances,omitempty"`
@@ -358,10 +389,11 @@ func (s Scenario) withDefaults() Scenario {
 		s.Backends = backends.Defaults()
 	}
 	s.World.Nodes = cmp.Or(s.World.Nodes, 3)
-	c := &s.Controller
-	c.Instances = cmp.Or(c.Instances, 1)
-	c.RestartAfter = cmp.Or(c.RestartAfter, Duration(5*time.Second))
-	c.LeaseDuration = cmp.Or(c.LeaseDuration, Duration(15*time.Second))
+	s.Controller = s.Controller.withDefaults()
+	s.Others = slices.Clone(s.Others)
+	for i := range s.Others {
+		s.Others[i] = s.Others[i].withDefaults()
+	}
 	s.Timing.Deadline = cmp.Or(s.Timing.Deadline, Duration(5*time.Minute))
 	s.Timing.Settle = cmp.Or(s.Timing.Settle, Duration(30*time.Second))
 	s.Timing.RetryWithin = cmp.Or(s.Timing.RetryWithin, Duration(DefaultRetryWithin))
@@ -371,6 +403,14 @@ func (s Scenario) withDefaults() Scenario {
 		in.Until = cmp.Or(in.Until, s.Timing.Deadline/2)
 	}
 	return s
+}
+
+// withDefaults returns c with its zero values filled.
+func (c ControllerSpec) withDefaults() ControllerSpec {
+	c.Instances = cmp.Or(c.Instances, 1)
+	c.RestartAfter = cmp.Or(c.RestartAfter, Duration(5*time.Second))
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, Duration(15*time.Second))
+	return c
 }
 
 // fieldError is a validation error at a field path ("workload.replicas"),
@@ -403,6 +443,10 @@ const (
 	MaxWriteRules   = 100
 	MaxExpectations = 1000
 	MaxInterference = 20
+	// MaxOthers bounds the controllers run beside the one under test,
+	// MaxRBAC the RBAC objects each declares.
+	MaxOthers = 8
+	MaxRBAC   = 100
 )
 
 // CheckName says whether name can name a scenario: it names subtests,
@@ -486,7 +530,7 @@ func (s Scenario) Validate() error {
 			bad(path+".retryAfter", "at most 3600 seconds, got %d", f.RetryAfter)
 		}
 	}
-	validateController(s, bad)
+	validateControllers(s, bad)
 	validateExpectations(s, bad, func(e valueError) { errs = append(errs, e) })
 	if s.Timing.Deadline < 0 || s.Timing.Settle < 0 || s.Timing.RetryWithin < 0 {
 		bad("timing", "durations must not be negative")
@@ -591,37 +635,171 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 	}
 }
 
-func validateController(s Scenario, bad func(path, format string, args ...any)) {
-	c := s.Controller
+// validateControllers checks the controller under test's spec and the
+// others', and the controllers the faults name.
+func validateControllers(s Scenario, bad func(path, format string, args ...any)) {
+	validateController("controller", s.Controller, s, bad)
+	if s.Controller.Name != "" {
+		bad("controller.name", "the controller under test is named by its Go value (Options.Controller); only others are named")
+	}
+	if len(s.Others) > MaxOthers {
+		bad("others", "at most %d, got %d", MaxOthers, len(s.Others))
+		return
+	}
+	seen := map[string]bool{}
+	for i, c := range s.Others {
+		path := fmt.Sprintf("others[%d]", i)
+		validateController(path, c, s, bad)
+		switch err := CheckControllerName(c.Name); {
+		case err != nil:
+			bad(path+".name", "%v", err)
+		case seen[c.Name]:
+			bad(path+".name", "%q is given twice", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	for i, f := range s.Faults {
+		if i >= MaxFaults || f.Controller == "" {
+			continue
+		}
+		path := fmt.Sprintf("faults[%d].controller", i)
+		if !seen[f.Controller] {
+			bad(path, "%q: no such controller among the others (%s)", f.Controller, strings.Join(otherNames(s), ", "))
+			continue
+		}
+		if in, err := f.Build(); err == nil {
+			if _, cp := chaos.PlaneOf(in.Fault); cp && in.Fault.Target().IsZero() {
+				bad(path, "%s acts on the control plane at its time, not on one controller's requests: give it no controller", f.Fault)
+			}
+		}
+	}
+}
+
+// otherNames are the names of s's others, or "none" when it has none.
+func otherNames(s Scenario) []string {
+	var out []string
+	for _, c := range s.Others {
+		out = append(out, strconv.Quote(c.Name))
+	}
+	if len(out) == 0 {
+		return []string{"none"}
+	}
+	return out
+}
+
+// CheckControllerName says whether name can name one of a scenario's
+// others: it names Leases, instances and the history's marks.
+func CheckControllerName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("required: the name faults and Options.Others know it by")
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("at most %d characters, got %d", MaxNameLength, len(name))
+	case len(validation.IsDNS1123Label(name)) > 0:
+		return fmt.Errorf("%q: use lower-case letters, digits and dashes, starting and ending with a letter or digit", name)
+	}
+	return nil
+}
+
+func validateController(path string, c ControllerSpec, s Scenario, bad func(path, format string, args ...any)) {
 	if c.Instances < 0 || c.Instances > MaxInstances {
-		bad("controller.instances", "must be within 0..%d, got %d", MaxInstances, c.Instances)
+		bad(path+".instances", "must be within 0..%d, got %d", MaxInstances, c.Instances)
 	}
 	if len(c.Command) > MaxCommand {
-		bad("controller.command", "at most %d arguments, got %d", MaxCommand, len(c.Command))
+		bad(path+".command", "at most %d arguments, got %d", MaxCommand, len(c.Command))
 	}
 	if virtual := slices.DeleteFunc(slices.Clone(s.Backends), func(b string) bool { return !backends.Virtual(b) }); len(c.Command) > 0 && len(virtual) > 0 {
-		bad("controller.command", "a controller binary runs in real time and needs a server to reach: list backends without %s", strings.Join(virtual, ", "))
+		bad(path+".command", "a controller binary runs in real time and needs a server to reach: list backends without %s", strings.Join(virtual, ", "))
 	}
 	if len(c.Command) > 0 && len(s.Backends) == 0 {
-		bad("controller.command", "a controller binary runs in real time and needs a server to reach: set backends (%s)", strings.Join(realKinds(), ", "))
+		bad(path+".command", "a controller binary runs in real time and needs a server to reach: set backends (%s)", strings.Join(realKinds(), ", "))
 	}
 	if c.RestartAfter < 0 || c.LeaseDuration < 0 || c.StartAfter < 0 {
-		bad("controller", "durations must not be negative")
+		bad(path, "durations must not be negative")
 	}
 	if c.RestartAfter > Duration(MaxDeadline) || c.LeaseDuration > Duration(MaxDeadline) || c.StartAfter > Duration(MaxDeadline) {
-		bad("controller", "durations must be at most %v", MaxDeadline)
+		bad(path, "durations must be at most %v", MaxDeadline)
 	}
 	if c.LeaseDuration != 0 && c.LeaseDuration < Duration(time.Second) {
-		bad("controller.leaseDuration", "at least 1s, got %v", time.Duration(c.LeaseDuration))
+		bad(path+".leaseDuration", "at least 1s, got %v", time.Duration(c.LeaseDuration))
 	}
 	if len(c.Settings) > MaxSettings {
-		bad("controller.settings", "at most %d, got %d", MaxSettings, len(c.Settings))
+		bad(path+".settings", "at most %d, got %d", MaxSettings, len(c.Settings))
 	}
 	for _, k := range sortedKeys(c.Settings) {
 		if len(k) > 63 || len(c.Settings[k]) > 1024 {
-			bad("controller.settings."+k, "a key of at most 63 characters and a value of at most 1024")
+			bad(path+".settings."+k, "a key of at most 63 characters and a value of at most 1024")
 		}
 	}
+	if len(c.RBAC) > MaxRBAC {
+		bad(path+".rbac", "at most %d objects, got %d", MaxRBAC, len(c.RBAC))
+		return
+	}
+	for i, o := range c.RBAC {
+		at := fmt.Sprintf("%s.rbac[%d]", path, i)
+		switch {
+		case (o.File == "") == (o.Manifest == nil):
+			bad(at, "give a file or a manifest, not both or neither")
+		case o.File != "":
+			bad(at+".file", "%s: a file is read as the scenario file is loaded (Load, Parse); a scenario built in Go gives manifests", o.File)
+		case o.Count != 0:
+			bad(at+".count", "RBAC objects are created once: no count")
+		case o.Manifest != nil:
+			if _, err := rbacObjects([]Objects{o}); err != nil {
+				bad(at, "%v", err)
+			}
+		}
+	}
+	if len(c.RBAC) > 0 && c.ServiceAccount == "" {
+		bad(path+".serviceAccount", "RBAC is given for a service account: name it")
+	}
+	if c.ServiceAccount != "" {
+		if msgs := validation.IsDNS1123Subdomain(c.ServiceAccount); len(msgs) > 0 {
+			bad(path+".serviceAccount", "%q: %s", c.ServiceAccount, strings.Join(msgs, "; "))
+		}
+	}
+}
+
+// identity is who c runs as, as its serviceAccount and rbac say; zero when
+// they say nothing.
+func (c ControllerSpec) identity() (sim.Identity, error) {
+	if c.ServiceAccount == "" && len(c.RBAC) == 0 {
+		return sim.Identity{}, nil
+	}
+	objs, err := rbacObjects(c.RBAC)
+	if err != nil {
+		return sim.Identity{}, err
+	}
+	return sim.Identity{ServiceAccount: c.ServiceAccount, RBAC: objs}, nil
+}
+
+// rbacKinds are the kinds an identity's RBAC may hold.
+var rbacKinds = []string{"v1 ServiceAccount", "rbac.authorization.k8s.io/v1 Role", "rbac.authorization.k8s.io/v1 ClusterRole",
+	"rbac.authorization.k8s.io/v1 RoleBinding", "rbac.authorization.k8s.io/v1 ClusterRoleBinding"}
+
+// rbacObjects decodes RBAC manifests (their files read already), strictly.
+func rbacObjects(list []Objects) ([]runtime.Object, error) {
+	var out []runtime.Object
+	for _, o := range list {
+		if o.Manifest == nil {
+			return nil, fmt.Errorf("%s: not read (see Validate)", o.File)
+		}
+		api, _ := o.Manifest["apiVersion"].(string)
+		kind, _ := o.Manifest["kind"].(string)
+		if !slices.Contains(rbacKinds, api+" "+kind) {
+			return nil, fmt.Errorf("%s %s is not RBAC: a ServiceAccount, Role, ClusterRole, RoleBinding or ClusterRoleBinding", api, kind)
+		}
+		data, err := json.Marshal(map[string]any(o.Manifest))
+		if err != nil {
+			return nil, err
+		}
+		objs, err := sim.DecodeRBAC(cmp.Or(o.Source, "manifest"), data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
 }
 
 func validateExpectations(s Scenario, bad func(path, format string, args ...any), badAt func(valueError)) {

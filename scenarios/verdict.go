@@ -31,8 +31,14 @@ func (r *run) verdict() {
 		res.Error = err.Error()
 		return
 	}
-	if r.identity().IsZero() {
-		res.Notes = append(res.Notes, "the controller ran with full rights: it declares no RBAC (implement scenarios.Identified), so a request a real cluster would refuse went through")
+	for _, c := range r.controllers {
+		switch {
+		case !c.id.IsZero():
+		case c.primary():
+			res.Notes = append(res.Notes, "the controller ran with full rights: it declares no RBAC (implement scenarios.Identified), so a request a real cluster would refuse went through")
+		default:
+			res.Notes = append(res.Notes, fmt.Sprintf("the controller %s ran with full rights: it declares no RBAC (implement scenarios.Identified, or give its spec a serviceAccount and rbac), so a request a real cluster would refuse went through", c.name))
+		}
 	}
 	if lag := time.Duration(res.Counters.PodLag); !res.Pass && lag >= slowPods {
 		res.Notes = append(res.Notes, fmt.Sprintf("a Deployment waited %v for the pods it asked for: the %s backend was slow to create them, and the scenario's timings may not have left room for that", lag.Round(100*time.Millisecond), r.opts.Backend.Name()))
@@ -64,7 +70,8 @@ func conclude(s *Scenario, res *reports.Result, judgeChecks []string, needed map
 
 // invariantNames names every invariant judged in a run of s: the
 // controller's own judge's checks, the scenario's, and the built-in ones
-// the scenario does not allow.
+// the scenario does not allow (writes-allowed where it has write rules,
+// no-write-war where it runs others).
 func invariantNames(s *Scenario, judgeChecks []string) []string {
 	out := slices.Clone(judgeChecks)
 	for _, inv := range s.Invariants {
@@ -73,8 +80,11 @@ func invariantNames(s *Scenario, judgeChecks []string) []string {
 	if len(s.Writes) > 0 {
 		out = append(out, InvWritesAllowed)
 	}
+	if len(s.Others) > 0 && !slices.Contains(s.Allow, InvNoWriteWar) {
+		out = append(out, InvNoWriteWar)
+	}
 	for _, b := range BuiltinInvariants {
-		if b != InvWritesAllowed && !slices.Contains(s.Allow, b) {
+		if b != InvWritesAllowed && b != InvNoWriteWar && !slices.Contains(s.Allow, b) {
 			out = append(out, b)
 		}
 	}

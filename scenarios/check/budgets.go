@@ -12,8 +12,8 @@ import (
 func budgetWrites() Check {
 	return Check{
 		Name: reports.CheckBudgetWrites, Kind: reports.KindBudget,
-		Catches: "more successful writes of one object (Leases and Events aside) than the scenario's `budgets.writesPerObject`: one finding per object.",
-		Reads:   "the successful writes (History.Requests)",
+		Catches: "more successful writes of one object (Leases and Events aside) by the controller under test than the scenario's `budgets.writesPerObject`: one finding per object.",
+		Reads:   "the controller under test's successful writes (History.Requests)",
 		judge:   judgeBudgetWrites,
 	}
 }
@@ -30,8 +30,8 @@ func budgetReconciles() Check {
 func budgetRequests() Check {
 	return Check{
 		Name: reports.CheckBudgetRequests, Kind: reports.KindBudget,
-		Catches: "more requests of a verb, or of a verb on a resource, than `budgets.requests` allows: one finding per entry.",
-		Reads:   "the requests (History.Requests)",
+		Catches: "more requests of the controller under test, of a verb or of a verb on a resource, than `budgets.requests` allows: one finding per entry.",
+		Reads:   "the controller under test's requests (History.Requests)",
 		judge:   judgeBudgetRequests,
 	}
 }
@@ -43,7 +43,7 @@ func judgeBudgetWrites(j *judging) {
 	}
 	namespaces := map[string]string{}
 	for _, q := range j.h.Requests {
-		if SuccessfulWrite(q) {
+		if SuccessfulWrite(q) && UnderTest(q) {
 			namespaces[writeKey(q)] = q.Namespace
 		}
 	}
@@ -68,7 +68,7 @@ func judgeBudgetRequests(j *judging) {
 		verb, resource, _ := strings.Cut(key, " ")
 		n := 0
 		for _, q := range j.h.Requests {
-			if q.Verb == verb && (resource == "" || q.Resource == resource) {
+			if UnderTest(q) && q.Verb == verb && (resource == "" || q.Resource == resource) {
 				n++
 			}
 		}
@@ -85,11 +85,20 @@ func writeKey(q reports.Request) string {
 }
 
 // counters are the run's totals, from h; needed is what the controller's
-// own judge said each object needed.
+// own judge said each object needed. Requests, writes and instances are
+// the controller under test's; faults count every firing.
 func counters(h *reports.History, needed map[string]int) reports.Counters {
 	c := reports.Counters{RequestsByVerb: map[string]int{}, RequestsByCode: map[string]int{}, Writes: map[string]int{}, Needed: map[string]int{},
-		Reconciles: -1, Retries: -1, Faults: len(h.Faults), Instances: len(h.Lives), GoalEvaluations: len(h.Polls)}
+		Reconciles: -1, Retries: -1, Faults: len(h.Faults), GoalEvaluations: len(h.Polls)}
+	for _, l := range h.Lives {
+		if l.Controller == "" {
+			c.Instances++
+		}
+	}
 	for _, q := range h.Requests {
+		if !UnderTest(q) {
+			continue
+		}
 		c.RequestsByVerb[q.Verb]++
 		code := strconv.Itoa(q.Code)
 		if q.Code == 0 {

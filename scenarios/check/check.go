@@ -53,6 +53,7 @@ func All() []Check {
 		noPanic(),
 		cleanShutdown(),
 		oneWriterAtATime(),
+		noWriteWar(),
 		noHotLoop(),
 		noCacheMutation(),
 		noForbiddenRequest(),
@@ -323,12 +324,17 @@ func IsWrite(verb string) bool {
 	return false
 }
 
-// SuccessfulWrite: q is a write of the controller that the server took,
-// of an object rather than of its bookkeeping.
+// SuccessfulWrite: q is a write of a controller that the server took, of
+// an object rather than of its bookkeeping.
 func SuccessfulWrite(q reports.Request) bool {
 	resource, _, _ := strings.Cut(q.Resource, "/")
 	return IsWrite(q.Verb) && q.Code >= 200 && q.Code < 300 && !Bookkeeping(resource)
 }
+
+// UnderTest: q is a request of the controller under test, not of another
+// controller the scenario runs beside it. The checks about the controller
+// (its write rules, budgets, retries) judge its requests alone.
+func UnderTest(q reports.Request) bool { return q.Controller == "" }
 
 // Markdown is the list of built-in checks for the docs: one item each,
 // with its name, kind, what it catches and what it reads.

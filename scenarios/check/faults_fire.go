@@ -24,6 +24,9 @@ func judgeUnfired(j *judging) {
 		if spec.Target.Resource != "" {
 			name += " on " + spec.Target.Resource
 		}
+		if spec.Controller != "" {
+			name += " of " + spec.Controller
+		}
 		name = fmt.Sprintf("fault %d (%s)", i, name)
 		detail := name
 		if p := j.c.Faults[i].Profile; p != "" {
@@ -45,7 +48,7 @@ func unfired(specs []chaos.Spec, firings []chaos.Firing) []int {
 			continue
 		}
 		fired := slices.ContainsFunc(firings, func(f chaos.Firing) bool {
-			return f.Fault == spec.Fault && f.Target.Equal(in.Fault.Target())
+			return f.Fault == spec.Fault && f.Target.Equal(in.Fault.Target()) && f.Controller == spec.Controller
 		})
 		if !fired {
 			out = append(out, i)

@@ -12,8 +12,8 @@ import (
 func goal() Check {
 	return Check{
 		Name: reports.CheckGoal, Kind: reports.KindGoal,
-		Catches: "a world that did not converge: the scenario's goal (and the controller's own judge's, and a live instance with no work two polls in a row) did not hold for the settle window, after the controller's last write and the last fault, before the deadline.",
-		Reads:   "the world as seen at each poll of the goal (History.Polls, History.Events) and the controller's writes (History.Requests)",
+		Catches: "a world that did not converge: the scenario's goal (and the controller's own judge's, and a live instance with no work two polls in a row) did not hold for the settle window, after the controller's last write and the last fault, before the deadline. With other controllers in the scenario, the live instance is the controller under test's, and any controller's work or write keeps the world from having settled.",
+		Reads:   "the world as seen at each poll of the goal (History.Polls, History.Events) and the controllers' writes (History.Requests)",
 		judge:   judgeGoal,
 	}
 }

@@ -17,7 +17,7 @@ const NoForbiddenRequest = "no-forbidden-request"
 func noForbiddenRequest() Check {
 	return Check{
 		Name: NoForbiddenRequest, Kind: reports.KindForbidden, Invariant: true,
-		Catches: "a request of the controller refused with 401 or 403: RBAC it lacks, outside the minute after an API server restart in which the server's own authorizer warms up.",
+		Catches: "a request of the controller refused with 401 or 403: RBAC it lacks, outside the minute after an API server restart in which the server's own authorizer warms up. Each of the scenario's other controllers runs as its own identity and is judged so too; the finding names it.",
 		Reads:   "the requests' answers (History.Requests) and the firings of faults that restart the API server (History.Faults)",
 		judge:   judgeForbidden,
 	}
@@ -58,9 +58,13 @@ func judgeForbidden(j *judging) {
 	if first.Namespace != "" {
 		ns = " in " + first.Namespace
 	}
-	detail := fmt.Sprintf("the controller's %s %s%s was refused with %d", first.Verb, first.Resource, ns, first.Code)
+	by := "the controller's"
+	if first.Controller != "" {
+		by = "the controller " + first.Controller + "'s"
+	}
+	detail := fmt.Sprintf("%s %s %s%s was refused with %d", by, first.Verb, first.Resource, ns, first.Code)
 	if first.Name != "" {
-		detail = fmt.Sprintf("the controller's %s %s/%s%s was refused with %d", first.Verb, first.Resource, first.Name, ns, first.Code)
+		detail = fmt.Sprintf("%s %s %s/%s%s was refused with %d", by, first.Verb, first.Resource, first.Name, ns, first.Code)
 	}
 	if n > 1 {
 		detail += fmt.Sprintf(", and %d more requests after it", n-1)

@@ -13,22 +13,26 @@ const OneWriterAtATime = "one-writer-at-a-time"
 func oneWriterAtATime() Check {
 	return Check{
 		Name: OneWriterAtATime, Kind: reports.KindInvariant, Invariant: true,
-		Catches: "a write by one instance while another that wrote before it was still running: a failover without fencing.",
-		Reads:   "the successful writes by instance (History.Requests) and the instances' lives (History.Lives)",
+		Catches: "a write by one instance while another of the same controller that wrote before it was still running: a failover without fencing. Each controller of the scenario is judged on its own instances.",
+		Reads:   "the successful writes by controller and instance (History.Requests) and the instances' lives (History.Lives)",
 		judge:   judgeOneWriter,
 	}
 }
 
 func judgeOneWriter(j *judging) {
-	last, any := -1, false
+	last := map[string]int{} // each controller's last writer
 	for i, q := range j.h.Requests {
 		if !SuccessfulWrite(q) {
 			continue
 		}
-		if any && last != q.Instance && j.running(last, i) {
-			j.find(Finding(OneWriterAtATime, q.At, RequestSubject(q), &q, fmt.Sprintf("instance %d wrote %s while instance %d, which wrote before it, was still running", q.Instance, q.Name, last)))
+		if prev, ok := last[q.Controller]; ok && prev != q.Instance && j.running(prev, i) {
+			of := ""
+			if q.Controller != "" {
+				of = " of " + q.Controller
+			}
+			j.find(Finding(OneWriterAtATime, q.At, RequestSubject(q), &q, fmt.Sprintf("instance %d%s wrote %s while instance %d, which wrote before it, was still running", q.Instance, of, q.Name, prev)))
 		}
-		last, any = q.Instance, true
+		last[q.Controller] = q.Instance
 	}
 }
 

@@ -30,7 +30,7 @@ func cleanShutdown() Check {
 func noHotLoop() Check {
 	return Check{
 		Name: NoHotLoop, Kind: reports.KindInvariant, Invariant: true,
-		Catches: "a controller that spins: 20,000 requests without the clock moving (or ten per object the scenario creates, if more); or one that creates without end: 2,000 objects created (or twenty per object the scenario creates, if more), its Leases and Events aside. The run ends there.",
+		Catches: "a controller that spins: 20,000 requests without the clock moving (or ten per object the scenario creates, if more); or one that creates without end: 2,000 objects created (or twenty per object the scenario creates, if more), its Leases and Events aside. Each controller of the scenario is counted on its own. The run ends there.",
 		Reads:   "History.Recorded: the harness records it as it happens, and ends the run",
 	}
 }

@@ -20,7 +20,7 @@ const defaultRetryWithin = 10 * time.Second
 func retriesFailedWrites() Check {
 	return Check{
 		Name: RetriesFailedWrites, Kind: reports.KindInvariant, Invariant: true,
-		Catches: "work dropped after an error: a write (Leases and Events aside: an event is best effort, a Lease is renewed on its own clock) that a fault of the run failed (an injected 409, 429 or 5xx: the server's state did not change, so no event will bring the work back) after which, within timing.retryWithin (10 s unless the scenario says), the controller's probe counted no retry. A resync or an unrelated event would heal it later, so the goal alone misses it. Judged for a controller whose probe counts its retries (Probe.CountsRetries: the scaler, Manager, a Prober that says so): a write sent again may come of a later event, and a retry may find nothing to write, so nothing else tells a retry from a dropped key. Not judged past the run's end or the instance's.",
+		Catches: "work dropped after an error: a write (Leases and Events aside: an event is best effort, a Lease is renewed on its own clock) that a fault of the run failed (an injected 409, 429 or 5xx: the server's state did not change, so no event will bring the work back) after which, within timing.retryWithin (10 s unless the scenario says), the controller's probe counted no retry. A resync or an unrelated event would heal it later, so the goal alone misses it. Judged for a controller whose probe counts its retries (Probe.CountsRetries: the scaler, Manager, a Prober that says so): a write sent again may come of a later event, and a retry may find nothing to write, so nothing else tells a retry from a dropped key. Not judged past the run's end or the instance's. Judged for the controller under test, whose probe the samples are.",
 		Reads:   "the injected failures (History.Faults) against the requests (History.Requests), the probe's retries (History.Samples) and the instances' lives (History.Lives)",
 		judge:   judgeRetries,
 	}
@@ -37,6 +37,9 @@ func judgeRetries(j *judging) {
 	end := j.h.Polls[len(j.h.Polls)-1].At
 	failed := injectedFailures(j.h.Faults)
 	for _, q := range j.h.Requests {
+		if !UnderTest(q) {
+			continue
+		}
 		resource, _, _ := strings.Cut(q.Resource, "/")
 		if !IsWrite(q.Verb) || !retriable(q.Code) || strings.Contains(q.Error, "already exists") {
 			continue // a create's AlreadyExists (409 too) is the server's own
@@ -71,12 +74,12 @@ type failure struct {
 	request string
 }
 
-// injectedFailures counts the requests faults answered with an error, by
-// instant and request.
+// injectedFailures counts the requests of the controller under test that
+// faults answered with an error, by instant and request.
 func injectedFailures(firings []chaos.Firing) map[failure]int {
 	out := map[failure]int{}
 	for _, f := range firings {
-		if strings.HasPrefix(f.Outcome, "answered ") {
+		if f.Controller == "" && strings.HasPrefix(f.Outcome, "answered ") {
 			out[failure{f.At, f.Request}]++
 		}
 	}

@@ -19,7 +19,7 @@ const WritesAllowed = "writes-allowed"
 func writesAllowed() Check {
 	return Check{
 		Name: WritesAllowed, Kind: reports.KindWriteRule, Invariant: true,
-		Catches: "a successful write of the controller (its Leases and Events aside) that no write rule of the scenario allows, by the object it selects, its verb and the fields it changes; judged when the scenario has write rules.",
+		Catches: "a successful write of the controller under test (its Leases and Events aside) that no write rule of the scenario allows, by the object it selects, its verb and the fields it changes; judged when the scenario has write rules. The writes of the scenario's other controllers are not the rules' to judge.",
 		Reads:   "each successful write's body (History.Requests[].Body) against the world as seen when it was sent (Requests[].Seen)",
 		judge:   judgeWrites,
 	}
@@ -33,7 +33,7 @@ func judgeWrites(j *judging) {
 	}
 	w := NewSeen(j.h.Resources)
 	for _, q := range j.h.Requests {
-		if !SuccessfulWrite(q) {
+		if !SuccessfulWrite(q) || !UnderTest(q) {
 			continue
 		}
 		w.UpTo(j.h.Events, q.Seen)
@@ -155,15 +155,10 @@ func patchPaths(pt types.PatchType, patch []byte) []string {
 		for _, op := range p {
 			m, _ := op.(map[string]any)
 			ptr, _ := m["path"].(string)
-			var path expect.Path
-			for _, part := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-				part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
-				path = append(path, expect.Segment{Key: part, Index: -1})
-			}
-			out = append(out, path.String())
+			out = append(out, pointerPath(ptr).String())
 		}
 	case map[string]any: // merge, strategic merge and apply patches
-		leafPaths(nil, p, &out)
+		walkLeaves(nil, p, func(path expect.Path, _ any) { out = append(out, path.String()) })
 	}
 	return slices.DeleteFunc(out, ignoredPath)
 }
@@ -177,14 +172,16 @@ func ignoredPath(p string) bool {
 	return strings.HasPrefix(p, "metadata.managedFields") || strings.HasPrefix(p, "$")
 }
 
-func leafPaths(prefix expect.Path, m map[string]any, out *[]string) {
+// walkLeaves calls leaf with the path and value of each leaf of m: a value
+// that is not a map, or an empty one.
+func walkLeaves(prefix expect.Path, m map[string]any, leaf func(expect.Path, any)) {
 	for k, v := range m {
 		p := append(slices.Clip(prefix), expect.Segment{Key: k, Index: -1})
 		if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
-			leafPaths(p, sub, out)
+			walkLeaves(p, sub, leaf)
 			continue
 		}
-		*out = append(*out, p.String())
+		leaf(p, v)
 	}
 }
 
@@ -193,17 +190,29 @@ func leafPaths(prefix expect.Path, m map[string]any, out *[]string) {
 // of the main resource leaves status alone, and of status, everything else.
 func diffPaths(old, new map[string]any, subresource string) []string {
 	var out []string
-	diffMaps(nil, old, new, &out)
-	return slices.DeleteFunc(out, func(p string) bool {
-		if ignoredPath(p) || strings.HasPrefix(p, "metadata.generation") || strings.HasPrefix(p, "metadata.creationTimestamp") {
-			return true
+	diffMaps(nil, old, new, func(p expect.Path, _, _ any) {
+		if path := p.String(); !notWritten(path, subresource) {
+			out = append(out, path)
 		}
-		inStatus := p == "status" || strings.HasPrefix(p, "status.") || strings.HasPrefix(p, "status[")
-		return (subresource == "" && inStatus) || (subresource == "status" && !inStatus)
 	})
+	return out
 }
 
-func diffMaps(prefix expect.Path, a, b map[string]any, out *[]string) {
+// notWritten: an update of subresource ("" for the object) does not write
+// the field at path p, whatever its body says: what the server sets, and
+// status for the object, everything else for status.
+func notWritten(p, subresource string) bool {
+	if ignoredPath(p) || strings.HasPrefix(p, "metadata.generation") || strings.HasPrefix(p, "metadata.creationTimestamp") {
+		return true
+	}
+	inStatus := p == "status" || strings.HasPrefix(p, "status.") || strings.HasPrefix(p, "status[")
+	return (subresource == "" && inStatus) || (subresource == "status" && !inStatus)
+}
+
+// diffMaps calls differ with each path where a and b differ, down to the
+// first map that differs in a leaf or a list, with the value at it in a
+// and in b (nil where one has none).
+func diffMaps(prefix expect.Path, a, b map[string]any, differ func(p expect.Path, av, bv any)) {
 	keys := map[string]bool{}
 	for k := range a {
 		keys[k] = true
@@ -225,11 +234,11 @@ func diffMaps(prefix expect.Path, a, b map[string]any, out *[]string) {
 			am, aok = map[string]any{}, true
 		}
 		if aok && bok {
-			diffMaps(p, am, bm, out)
+			diffMaps(p, am, bm, differ)
 			continue
 		}
 		if len(expect.Match(av, bv)) > 0 || len(expect.Match(bv, av)) > 0 {
-			*out = append(*out, p.String())
+			differ(p, av, bv)
 		}
 	}
 }

@@ -139,6 +139,10 @@ type Options struct {
 	// rather than on one started for this call and stopped after it: for
 	// a binary whose other tests use that plane too.
 	SharedControlPlane bool
+	// Others are the Go values of the other controllers the scenarios run
+	// beside the one under test (Scenario.Others), by name
+	// (scenarios.Options.Others).
+	Others map[string]scenarios.Controller
 }
 
 func (o Options) full(inv invocation.Invocation) bool { return o.Full || inv.Full }
@@ -340,8 +344,8 @@ func underFaults(list []*scenarios.Scenario, add func(base, under *scenarios.Sce
 
 // RunScenarios runs list, each against the controller controllerFor gives
 // it; with -converge.file, the files' scenarios instead. Of o, it takes
-// EnvtestScenarios, Full, Serial and SharedControlPlane (fault profiles are
-// Run's; UnderFaults makes them from a list).
+// EnvtestScenarios, Full, Serial, SharedControlPlane and Others (fault
+// profiles are Run's; UnderFaults makes them from a list).
 func RunScenarios(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, opts ...Options) {
 	t.Helper()
 	var o Options
@@ -447,7 +451,7 @@ func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 					for i := range uint64(inv.Seeds) {
 						seed := inv.Seed + i
 						t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-							res := runOne(t, inv, setup, s, controllerFor(s), backend, seed, fromFile[s])
+							res := runOne(t, inv, setup, s, controllerFor(s), o.Others, backend, seed, fromFile[s])
 							mu.Lock()
 							results = append(results, res)
 							mu.Unlock()
@@ -472,7 +476,7 @@ func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 	})
 }
 
-func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenarios.Scenario, c scenarios.Controller, backend string, seed uint64, file string) *reports.Result {
+func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenarios.Scenario, c scenarios.Controller, others map[string]scenarios.Controller, backend string, seed uint64, file string) *reports.Result {
 	t.Helper()
 	scenarios.PrepareProcess()
 	kind, err := backends.Named(backend)
@@ -481,7 +485,8 @@ func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenar
 	}
 	limit, stop := scenarios.WallClockLimit(inv.RunTimeout) // outside the bubble: real time
 	defer stop()
-	opts := scenarios.Options{Backend: kind, Setup: setup, Seed: seed, Controller: c, Limit: limit, RunID: inv.RunID, Replay: replay(t, inv, backend, seed, file)}
+	opts := scenarios.Options{Backend: kind, Setup: setup, Seed: seed, Controller: c, Others: others, Limit: limit, RunID: inv.RunID,
+		Replay: replay(t, inv, backend, seed, file)}
 	var res *reports.Result
 	if kind.Virtual() {
 		res = RunFake(t, s, opts)

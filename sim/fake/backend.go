@@ -164,11 +164,20 @@ func (b *Backend) NewSharingClient() (*fake.Clientset, error) {
 // ControllerConfig's are, and refused with the API server's 403. Without
 // an identity it is NewClient.
 func (b *Backend) NewControllerClient() (*fake.Clientset, error) {
+	return b.NewClientAs(b.cfg.Controller)
+}
+
+// NewClientAs is NewClient acting as id, for a controller other than the
+// one Config names (a scenario may run several): every request is
+// authorized by the RBAC stored for id in the run's namespace (stored
+// through any client, as id.ApplyRBAC does), as a config that
+// impersonates it is on the REST door. A zero id is NewClient.
+func (b *Backend) NewClientAs(id sim.Identity) (*fake.Clientset, error) {
 	cs, err := b.NewClient()
-	if err != nil || b.cfg.Controller.IsZero() {
+	if err != nil || id.IsZero() {
 		return cs, err
 	}
-	name, groups := b.cfg.Controller.User(b.cfg.Namespace)
+	name, groups := id.User(b.cfg.Namespace)
 	b.store.authorizeActions(cs, user{name: name, groups: groups})
 	return cs, nil
 }
