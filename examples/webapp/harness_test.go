@@ -64,6 +64,7 @@ type run struct {
 	meter   *meter           // what the operator asked and was answered
 	history *history         // every version of the WebApps and children
 	stop    func()           // stops the operator; safe to call twice
+	cache   cache.Cache      // the operator's
 }
 
 func start(t *testing.T, s setup) *run {
@@ -124,6 +125,7 @@ func start(t *testing.T, s setup) *run {
 	require.NoError(t, err)
 	require.NoError(t, webapp.Setup(mgr, webapp.Options{Bug: s.bug}))
 	r.stop = background(t, mgr.Start, s.failing)
+	r.cache = mgr.GetCache()
 	return r
 }
 
