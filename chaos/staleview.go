@@ -106,9 +106,6 @@ func (f staleView) check() error {
 	if f.v.Lag > 0 && f.v.Writes > 0 {
 		errs = append(errs, errors.New("lag and writes both set: say how far back one way"))
 	}
-	if !f.travels() && f.v.Hold > 0 {
-		errs = append(errs, errors.New("a stale read holds nothing: its watches replay from the view at once (time-travel holds them)"))
-	}
 	return errors.Join(errs...)
 }
 
@@ -119,7 +116,6 @@ type listQuery struct {
 	cont     bool
 	initial  bool // sendInitialEvents
 	isList   bool // a list, or a watch with initial events
-	rewatch  bool // a plain watch
 	resource string
 }
 
@@ -237,10 +233,9 @@ func (v *views) at(now time.Time, view view) (int64, error) {
 // until until, and while a refused stream waits for the list that
 // follows it (pending).
 type window struct {
-	injection int
-	rv        int64
-	until     time.Time
-	pending   map[string]bool // resources whose refused stream a list follows
+	rv      int64
+	until   time.Time
+	pending map[string]bool // resources whose refused stream a list follows
 }
 
 // staleState is an injector's own windows (one instance's).
@@ -287,7 +282,7 @@ func (inj *Injector) staleFor(r Request, q listQuery) (serve int64, refuse bool)
 				inj.record(i, now, r.String(), n, "passed on: no earlier view ("+err.Error()+")")
 				continue
 			}
-			w = &window{injection: i, rv: rv, until: now.Add(f.v.Hold), pending: map[string]bool{}}
+			w = &window{rv: rv, until: now.Add(f.v.Hold), pending: map[string]bool{}}
 			inj.stale.windows[i] = w
 			inj.record(i, now, r.String(), n, fmt.Sprintf("view set at resourceVersion %d%s", rv, holdText(f.v.Hold)))
 		}
@@ -371,7 +366,7 @@ func errStreamRefused() error {
 func queryOf(req *http.Request, r Request) listQuery {
 	v := req.URL.Query()
 	return listQuery{rv: v.Get("resourceVersion"), match: v.Get("resourceVersionMatch"), cont: v.Get("continue") != "",
-		initial: r.InitialEvents, isList: r.Lists(), rewatch: r.Watch() && !r.InitialEvents, resource: r.Resource}
+		initial: r.InitialEvents, isList: r.Lists(), resource: r.Resource}
 }
 
 // hasStaleViews: the plan holds a stale view, so the injector reads the
