@@ -15,6 +15,10 @@
 // Ready, and kwok holds and renews every Node's Lease. It does nothing to
 // pods until a Stage says so; the world simulator plays what no Stage
 // covers. Every component listens on 127.0.0.1 only.
+// kube-controller-manager and kube-scheduler run without leader election
+// (each is alone), so an API server restart of any length leaves them
+// running, and Start returns once kube-controller-manager runs its
+// controllers.
 //
 // How it differs from envtest, as a controller could tell:
 //   - kube-scheduler binds pods (envtest has none; the world binds there),
@@ -53,6 +57,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -190,6 +195,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		etcdURL: fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
 	}
 	// Options without a flag: every component listens on loopback only.
+	// kube-controller-manager and kube-scheduler run without leader
+	// election: each is alone, and with it either exits for good when the
+	// API server is away longer than its renew deadline (10 s), as a
+	// restart on a loaded machine can be, and nothing here restarts it.
 	conf := filepath.Join(workdir, "kwokctl.yaml")
 	err = os.WriteFile(conf, fmt.Appendf(nil, `apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
@@ -201,6 +210,15 @@ options:
   kwokControllerPort: %d
   kubeControllerManagerPort: %d
   kubeSchedulerPort: %d
+componentsPatches:
+- name: kube-controller-manager
+  extraArgs:
+  - key: leader-elect
+    value: "false"
+- name: kube-scheduler
+  extraArgs:
+  - key: leader-elect
+    value: "false"
 `, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]), 0o600)
 	if err != nil {
 		_ = os.RemoveAll(workdir)
@@ -226,6 +244,9 @@ options:
 		return nil, errors.Join(fmt.Errorf("kwok: %w", err), c.Stop())
 	}
 	if err := c.waitServed(ctx, opts.Wait); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if err := c.waitControllers(ctx, opts.Wait); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	if err := c.installStages(ctx, opts.Wait); err != nil {
@@ -288,6 +309,12 @@ func (c *Cluster) Config() *rest.Config { return rest.CopyConfig(c.admin) }
 // kwokctl keeps it, so Stop deletes it. It returns once the new one
 // answers.
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	return c.restartAPIServer(ctx, 0)
+}
+
+// restartAPIServer restarts kube-apiserver after it has been down for at
+// least down.
+func (c *Cluster) restartAPIServer(ctx context.Context, down time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped && !c.attached {
@@ -309,6 +336,11 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	}
 	if err := proc.Stop(ctx, pid, 5*time.Second); err != nil {
 		return fmt.Errorf("kwok: stopping kube-apiserver: %w", err)
+	}
+	select {
+	case <-time.After(down): // the outage itself
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	log, err := os.OpenFile(filepath.Join(comp.WorkDir, "logs", "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -396,6 +428,28 @@ func (c *Cluster) run(ctx context.Context, limit time.Duration, args ...string) 
 
 // waitServed polls /readyz until it answers ok.
 func (c *Cluster) waitServed(ctx context.Context, limit time.Duration) error {
+	return c.poll(ctx, limit, "the API server is not ready", func(ctx context.Context, client kubernetes.Interface) error {
+		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	})
+}
+
+// waitControllers waits until kube-controller-manager runs its
+// controllers: its root CA publisher has written kube-root-ca.crt into the
+// default namespace. Until then it is still waiting for the API server to
+// be healthy, and gives up for good if the server goes away for 10 s (a
+// restart right after Start).
+func (c *Cluster) waitControllers(ctx context.Context, limit time.Duration) error {
+	return c.poll(ctx, limit, "kube-controller-manager runs no controllers (no kube-root-ca.crt in the default namespace)",
+		func(ctx context.Context, client kubernetes.Interface) error {
+			_, err := client.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+			return err
+		})
+}
+
+// poll calls try, each call bounded to 5 s, until it succeeds or limit
+// has passed; what says what was still not so.
+func (c *Cluster) poll(ctx context.Context, limit time.Duration, what string, try func(context.Context, kubernetes.Interface) error) error {
 	client, err := kubernetes.NewForConfig(c.admin)
 	if err != nil {
 		return fmt.Errorf("kwok: %w", err)
@@ -403,13 +457,13 @@ func (c *Cluster) waitServed(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
 		reqCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(reqCtx)
+		err := try(reqCtx, client)
 		cancel()
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("kwok: the API server is not ready after %v: %w", limit, err)
+			return fmt.Errorf("kwok: %s after %v: %w", what, limit, err)
 		}
 		time.Sleep(100 * time.Millisecond) // polling another process
 	}

@@ -1,16 +1,25 @@
 package kwok
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
+	"github.com/converge-lab/converge/sim/simtest/tier"
 	"github.com/converge-lab/converge/sim/world"
 )
 
@@ -94,4 +103,58 @@ func TestPodStagesMapTwoModels(t *testing.T) {
 		_, err := PodStages("ns-1", world.Model{Kind: kind, Period: time.Second})
 		assert.ErrorContains(t, err, "has no kwok Stage", kind)
 	}
+}
+
+// TestControllersOutliveAnAPIServerOutage keeps kube-apiserver down longer
+// than a leader's renew deadline (10 s): kube-controller-manager and
+// kube-scheduler are still running when it is back (with leader election
+// they would have exited for good, and nothing restarts them), and
+// kube-controller-manager still creates a Deployment's pods.
+func TestControllersOutliveAnAPIServerOutage(t *testing.T) {
+	tier.Full(t, "its own cluster and a 15 s outage (presubmit restarts the shared cluster's API server in sim/cluster)")
+	if _, _, err := Binaries(""); err != nil && !Required() {
+		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+	}
+	ctx := context.Background()
+	c, err := Start(ctx, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+
+	pids := filepath.Join(c.Workdir(), "clusters", c.Name(), "pids")
+	alive := func(name string) bool {
+		raw, err := os.ReadFile(filepath.Join(pids, name+".pid"))
+		require.NoError(t, err)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		require.NoError(t, err)
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		i := strings.LastIndexByte(string(stat), ')')
+		return err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] != 'Z'
+	}
+	require.NoError(t, c.restartAPIServer(ctx, 15*time.Second))
+	if !assert.True(t, alive("kube-controller-manager"), "kube-controller-manager outlived the outage") {
+		log, _ := os.ReadFile(filepath.Join(c.Workdir(), "clusters", c.Name(), "logs", "kube-controller-manager.log"))
+		t.Logf("its log ends:\n%s", tail(log, 3000))
+	}
+	assert.True(t, alive("kube-scheduler"), "kube-scheduler outlived the outage")
+
+	client, err := kubernetes.NewForConfig(c.Config())
+	require.NoError(t, err)
+	labels := map[string]string{"app": "after-outage"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "after-outage"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}}},
+			},
+		},
+	}
+	_, err = client.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool {
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=after-outage"})
+		return err == nil && len(pods.Items) == 2
+	}, time.Minute, 100*time.Millisecond, "kube-controller-manager created the pods after the outage")
 }
