@@ -139,7 +139,7 @@ func (inj *Injector) met(r Request, handled bool, obj runtime.Object, err error)
 		rv = m.GetResourceVersion()
 	}
 	if r.Verb != "list" {
-		inj.views.wrote(r.Verb, rv)
+		inj.views.wrote(r.Verb, objectKey(r.Resource, r.Namespace, r.Name), rv)
 	}
 	inj.views.met(inj.clock.Now(), rv)
 }
@@ -228,6 +228,9 @@ func (inj *Injector) proxyWatch(w watch.Interface, r Request, injections []int) 
 			}
 			if inj.views != nil && err == nil && ev.Type != watch.Error {
 				inj.views.met(inj.clock.Now(), m.GetResourceVersion())
+				if ev.Type == watch.Deleted && !act.drop {
+					inj.views.deleted(objectKey(r.Resource, m.GetNamespace(), m.GetName()), m.GetResourceVersion())
+				}
 			}
 			sends := 0
 			if !act.drop {

@@ -200,6 +200,9 @@ func (inj *Injector) pump(body io.Reader, out *io.PipeWriter, r Request, injecti
 		}
 		if inj.views != nil {
 			inj.views.met(inj.clock.Now(), rv)
+			if f.Type == "DELETED" && !act.drop {
+				inj.views.deleted(objectKey(r.Resource, namespace, name), rv)
+			}
 		}
 		if !act.drop {
 			if err := write(out, f); err != nil {
@@ -301,7 +304,7 @@ func (inj *Injector) meet(resp *http.Response, r Request) {
 		if o.Metadata.Name == "" {
 			rv = "" // a Status: the object's version is not known
 		}
-		inj.views.wrote(r.Verb, rv)
+		inj.views.wrote(r.Verb, objectKey(r.Resource, r.Namespace, r.Name), rv)
 	}
 	inj.views.met(inj.clock.Now(), rv)
 }

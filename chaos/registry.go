@@ -32,6 +32,10 @@ type Spec struct {
 	// controller's writes-th latest write (1 when neither lag nor writes
 	// is set).
 	Writes int `json:"writes,omitempty"`
+	// Deletions for time-travel and stale-read: the view from before the
+	// deletions-th latest deletion the controller's instances were told
+	// of (a DELETED watch event): it still holds the deleted object.
+	Deletions int `json:"deletions,omitempty"`
 	// Hold for time-travel: how long the view stays behind before it
 	// catches up (10 s when zero).
 	Hold time.Duration `json:"hold,omitempty"`
@@ -119,8 +123,10 @@ var registry = map[string]func(Spec) (Fault, error){
 	FaultTerminate:        func(s Spec) (Fault, error) { return Terminate(s.Target), nil },
 	FaultAPIServerRestart: func(s Spec) (Fault, error) { return APIServerRestart(s.Target), nil },
 	FaultCompaction:       func(s Spec) (Fault, error) { return Compaction(s.Target), nil },
-	FaultTimeTravel:       func(s Spec) (Fault, error) { return TimeTravel(s.Target, s.Lag, s.Writes, s.Hold), nil },
-	FaultStaleRead:        func(s Spec) (Fault, error) { return StaleRead(s.Target, s.Lag, s.Writes), nil },
+	FaultTimeTravel: func(s Spec) (Fault, error) {
+		return TimeTravel(s.Target, s.Lag, s.Writes, s.Deletions, s.Hold), nil
+	},
+	FaultStaleRead: func(s Spec) (Fault, error) { return StaleRead(s.Target, s.Lag, s.Writes, s.Deletions), nil },
 }
 
 // Verbs are the request verbs a Target can name.
@@ -147,8 +153,8 @@ func (s Spec) Build() (Injection, error) {
 			return Injection{}, fmt.Errorf("%s: unknown verb %q in target", s.Fault, v)
 		}
 	}
-	if s.Fault != FaultTimeTravel && s.Fault != FaultStaleRead && (s.Lag != 0 || s.Writes != 0 || s.Hold != 0) {
-		return Injection{}, fmt.Errorf("%s: lag, writes and hold are for %s and %s only", s.Fault, FaultTimeTravel, FaultStaleRead)
+	if s.Fault != FaultTimeTravel && s.Fault != FaultStaleRead && (s.Lag != 0 || s.Writes != 0 || s.Deletions != 0 || s.Hold != 0) {
+		return Injection{}, fmt.Errorf("%s: lag, writes, deletions and hold are for %s and %s only", s.Fault, FaultTimeTravel, FaultStaleRead)
 	}
 	if s.Fault == FaultStaleRead && s.Hold != 0 {
 		return Injection{}, fmt.Errorf("%s: a stale read holds nothing: its watches replay from the view at once (%s holds them)", s.Fault, FaultTimeTravel)
@@ -185,6 +191,7 @@ type specJSON struct {
 	Delay      duration.Duration `json:"delay,omitzero"`
 	Lag        duration.Duration `json:"lag,omitzero"`
 	Writes     int               `json:"writes,omitzero"`
+	Deletions  int               `json:"deletions,omitzero"`
 	Hold       duration.Duration `json:"hold,omitzero"`
 	Controller string            `json:"controller,omitzero"`
 }
@@ -214,7 +221,7 @@ func (w *When) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the delay as "2s".
 func (s Spec) MarshalJSON() ([]byte, error) {
 	return json.Marshal(specJSON{s.Fault, s.Target, s.When, s.RetryAfter, s.Code, duration.Duration(s.Delay),
-		duration.Duration(s.Lag), s.Writes, duration.Duration(s.Hold), s.Controller})
+		duration.Duration(s.Lag), s.Writes, s.Deletions, duration.Duration(s.Hold), s.Controller})
 }
 
 // UnmarshalJSON accepts "2s" for delay and rejects unknown fields.
@@ -224,7 +231,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("fault spec: %w", err)
 	}
 	*s = Spec{Fault: raw.Fault, Target: raw.Target, When: raw.When, RetryAfter: raw.RetryAfter, Code: raw.Code, Delay: time.Duration(raw.Delay),
-		Lag: time.Duration(raw.Lag), Writes: raw.Writes, Hold: time.Duration(raw.Hold), Controller: raw.Controller}
+		Lag: time.Duration(raw.Lag), Writes: raw.Writes, Deletions: raw.Deletions, Hold: time.Duration(raw.Hold), Controller: raw.Controller}
 	return nil
 }
 

@@ -16,9 +16,10 @@ import (
 // view says how far behind a stale view is, and for how long it stays
 // there (see TimeTravel).
 type view struct {
-	Lag    time.Duration
-	Writes int
-	Hold   time.Duration
+	Lag       time.Duration
+	Writes    int
+	Deletions int
+	Hold      time.Duration
 }
 
 // DefaultTravelHold is how long a time-travel keeps its view when the
@@ -32,7 +33,12 @@ const DefaultTravelHold = 10 * time.Second
 // watch events, the answers to what they wrote): with lag, the newest they had met lag before the
 // firing (the first they met, when that was later); with writes, the state
 // just before the instances' writes-th latest successful write (1, the
-// default: before the last one; before the first when there were fewer).
+// default: before the last one; before the first when there were fewer;
+// before a delete, the state just before its deletion once a DELETED event
+// of the object has reached a watch, else the newest met);
+// with deletions, the state just before the deletions-th latest deletion
+// they were told of by a watch event, which still holds the deleted
+// object. At most one of lag, writes and deletions is set.
 // The list that sets it off, and every list of the target's resources the
 // instance makes for hold after it (10 s when zero), is served at the
 // view's resourceVersion (whatever resourceVersion or match the client
@@ -49,12 +55,12 @@ const DefaultTravelHold = 10 * time.Second
 // that replaced one that ended: a controller restarted against a lagging
 // replica. A view older than the server keeps (compacted) cannot be served:
 // the list goes on unchanged and the firing says so.
-func TimeTravel(t Target, lag time.Duration, writes int, hold time.Duration) Fault {
-	return newStaleView(FaultTimeTravel, t, view{Lag: lag, Writes: writes, Hold: hold})
+func TimeTravel(t Target, lag time.Duration, writes, deletions int, hold time.Duration) Fault {
+	return newStaleView(FaultTimeTravel, t, view{Lag: lag, Writes: writes, Deletions: deletions, Hold: hold})
 }
 
 // StaleRead serves the lists that allow it from a view behind the current
-// state (lag or writes back, as for time-travel), as the API's contract
+// state (lag, writes or deletions back, as for time-travel), as the API's contract
 // permits: a list at resourceVersion "0" (any
 // state; a reflector's first list) at the view's resourceVersion, one at
 // "not older than" X at the later of X and the view; a streamed list that
@@ -64,8 +70,8 @@ func TimeTravel(t Target, lag time.Duration, writes int, hold time.Duration) Fau
 // resourceVersion replays what followed it, so the informer catches up at
 // once. A controller that breaks under it relies on a freshness the API
 // does not promise.
-func StaleRead(t Target, lag time.Duration, writes int) Fault {
-	return newStaleView(FaultStaleRead, t, view{Lag: lag, Writes: writes})
+func StaleRead(t Target, lag time.Duration, writes, deletions int) Fault {
+	return newStaleView(FaultStaleRead, t, view{Lag: lag, Writes: writes, Deletions: deletions})
 }
 
 func newStaleView(name string, t Target, v view) staleView {
@@ -100,11 +106,11 @@ func (f staleView) check() error {
 	if f.t.Name != "" {
 		errs = append(errs, errors.New("a stale view is of a whole resource: its target names no object"))
 	}
-	if f.v.Lag < 0 || f.v.Writes < 0 || f.v.Hold < 0 {
-		errs = append(errs, errors.New("negative lag, writes or hold"))
+	if f.v.Lag < 0 || f.v.Writes < 0 || f.v.Deletions < 0 || f.v.Hold < 0 {
+		errs = append(errs, errors.New("negative lag, writes, deletions or hold"))
 	}
-	if f.v.Lag > 0 && f.v.Writes > 0 {
-		errs = append(errs, errors.New("lag and writes both set: say how far back one way"))
+	if countSet(f.v.Lag > 0, f.v.Writes > 0, f.v.Deletions > 0) > 1 {
+		errs = append(errs, errors.New("more than one of lag, writes and deletions set: say how far back one way"))
 	}
 	return errors.Join(errs...)
 }
@@ -157,6 +163,10 @@ type views struct {
 	mu     sync.Mutex
 	marks  []mark  // when the newest resourceVersion met grew, oldest first
 	before []int64 // the view just before each successful write, in order
+	gone   []int64 // the view just before each deletion met, in order
+	// deleting are the writes in before that are deletes whose DELETED
+	// event has not been met yet, by object ("pods/ns/name").
+	deleting map[string]int
 }
 
 type mark struct {
@@ -184,16 +194,19 @@ func (v *views) met(at time.Time, rv string) {
 	v.marks = append(v.marks, mark{at, n})
 }
 
-// wrote records a successful write answered with the object at rv. A
-// delete's answer carries the object's last version (or a Status), not the
-// deletion's, so the view before a delete, or a write answered without a
-// version, is the newest met.
-func (v *views) wrote(verb, rv string) {
+// wrote records a successful write of object (resource/namespace/name)
+// answered with it at rv. The view before a delete is the state just
+// before its deletion's revision, which only the DELETED event carries:
+// until an instance meets it, the newest met (which cannot hold the
+// deletion yet). So is the view before a write answered without a
+// version (a Status).
+func (v *views) wrote(verb, object, rv string) {
 	n, err := strconv.ParseInt(rv, 10, 64)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	before := n - 1
-	if err != nil || n <= 0 || verb == "delete" || verb == "deletecollection" {
+	isDelete := verb == "delete" || verb == "deletecollection"
+	if err != nil || n <= 0 || isDelete {
 		if len(v.marks) == 0 {
 			return
 		}
@@ -201,8 +214,40 @@ func (v *views) wrote(verb, rv string) {
 	}
 	if len(v.before) == maxViewMarks {
 		v.before = slices.Delete(v.before, 0, maxViewMarks/2)
+		clear(v.deleting)
 	}
 	v.before = append(v.before, before)
+	if verb == "delete" && object != "" {
+		if v.deleting == nil {
+			v.deleting = map[string]int{}
+		}
+		v.deleting[object] = len(v.before) - 1
+	}
+}
+
+// deleted records a DELETED watch event of object at rv (the deletion's
+// revision): the view just before it still holds the object; a delete of
+// the instances' own waiting for it gets that view.
+func (v *views) deleted(object, rv string) {
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n <= 1 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if i, ok := v.deleting[object]; ok {
+		if i < len(v.before) {
+			v.before[i] = n - 1
+		}
+		delete(v.deleting, object)
+	}
+	if k := len(v.gone); k > 0 && v.gone[k-1] == n-1 {
+		return // the same deletion, met by another watch
+	}
+	if len(v.gone) == maxViewMarks {
+		v.gone = slices.Delete(v.gone, 0, maxViewMarks/2)
+	}
+	v.gone = append(v.gone, n-1)
 }
 
 // at is the view's resourceVersion at now, or a reason there is none.
@@ -221,6 +266,12 @@ func (v *views) at(now time.Time, view view) (int64, error) {
 			return v.marks[i].rv, nil
 		}
 		return v.marks[max(i-1, 0)].rv, nil
+	}
+	if view.Deletions > 0 {
+		if len(v.gone) == 0 {
+			return 0, errors.New("no deletion met yet")
+		}
+		return v.gone[max(len(v.gone)-view.Deletions, 0)], nil
 	}
 	if len(v.before) == 0 {
 		return 0, errors.New("no write made yet")
@@ -378,4 +429,20 @@ func hasStaleViews(in []Injection) bool {
 		}
 	}
 	return false
+}
+
+// countSet is how many of set are true.
+func countSet(set ...bool) int {
+	n := 0
+	for _, b := range set {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// objectKey names an object for the views: "pods/ns/name".
+func objectKey(resource, namespace, name string) string {
+	return resource + "/" + namespace + "/" + name
 }

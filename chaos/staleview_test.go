@@ -185,7 +185,7 @@ func TestTimeTravelServesARestartedInformerThePast(t *testing.T) {
 					hold = 3 * time.Second
 				}
 				run := &instances{plan: chaos.Plan{Injections: []chaos.Injection{{
-					Fault: chaos.TimeTravel(chaos.Target{Resource: "pods"}, 0, 1, hold),
+					Fault: chaos.TimeTravel(chaos.Target{Resource: "pods"}, 0, 1, 0, hold),
 					When:  chaos.When{Restarted: true},
 				}}}}
 				env, client := d.start(t)
@@ -207,6 +207,46 @@ func TestTimeTravelServesARestartedInformerThePast(t *testing.T) {
 	}
 }
 
+// A time-travel with deletions serves a restarted informer the view from
+// before the last deletion its predecessor was told of: the pod someone
+// deleted is back in its cache until the hold ends, then its deletion
+// arrives.
+func TestTimeTravelBeforeADeletionHoldsTheDeletedObject(t *testing.T) {
+	for _, d := range staleDoors() {
+		t.Run(d.name, func(t *testing.T) {
+			onDoor(t, d, func(t *testing.T) {
+				hold := 30 * time.Second
+				if !d.virtual {
+					hold = 3 * time.Second
+				}
+				run := &instances{plan: chaos.Plan{Injections: []chaos.Injection{}}}
+				in, err := chaos.Spec{Fault: chaos.FaultTimeTravel, Target: chaos.Target{Resource: "pods"}, Deletions: 1, Hold: hold,
+					When: chaos.When{Restarted: true}}.Build()
+				require.NoError(t, err)
+				run.plan.Injections = append(run.plan.Injections, in)
+				env, client := d.start(t)
+				ctx := context.Background()
+				for _, name := range []string{"a", "b"} {
+					_, err := env.Observer.CoreV1().Pods(env.Namespace).Create(ctx, pod(name), metav1.CreateOptions{})
+					require.NoError(t, err)
+				}
+				inf, _, halt := podInformer(t, client(run.injector(t, false)), env.Namespace, d.virtual)
+				waitFor(t, d.virtual, func() bool { return cached(inf, env.Namespace, "a") && cached(inf, env.Namespace, "b") })
+				require.NoError(t, env.Observer.CoreV1().Pods(env.Namespace).Delete(ctx, "a", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+				waitFor(t, d.virtual, func() bool { return !cached(inf, env.Namespace, "a") })
+				halt()
+
+				restarted, initial, _ := podInformer(t, client(run.injector(t, true)), env.Namespace, d.virtual)
+				assert.Equal(t, []string{"a", "b"}, initial(), "the restarted informer's first list still holds the deleted pod")
+				waitFor(t, d.virtual, func() bool { return !cached(restarted, env.Namespace, "a") })
+				got := outcomes(&run.log)
+				require.Len(t, got, 1)
+				assert.Contains(t, got[0], "view set at resourceVersion ")
+			})
+		})
+	}
+}
+
 // A stale read serves what the API's contract allows: a restarted
 // informer's first list at resourceVersion "0" (the clientset's informers)
 // from the past, after which its watch replays at once; a streamed list
@@ -217,7 +257,7 @@ func TestStaleReadServesOnlyWhatTheContractAllows(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			onDoor(t, d, func(t *testing.T) {
 				run := &instances{plan: chaos.Plan{Injections: []chaos.Injection{{
-					Fault: chaos.StaleRead(chaos.Target{Resource: "pods"}, 0, 1),
+					Fault: chaos.StaleRead(chaos.Target{Resource: "pods"}, 0, 1, 0),
 					When:  chaos.When{Restarted: true},
 				}}}}
 				env, client := d.start(t)

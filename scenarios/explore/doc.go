@@ -53,9 +53,10 @@
 // is how often the goal is judged (scenarios.Poll). Every term is read
 // from the references or from the point's own run; Lateness records them.
 // A late run is a finding only when the controller also idled: its
-// longest wait between two requests (its Lease's renewals aside) before it
-// converged passed the references' longest by more than fault + backoff +
-// Poll. A correct controller that a fault moved onto the world's next
+// longest wait between two requests (its Lease's renewals aside) from the
+// fault's first firing until it converged passed the references' longest
+// by more than fault + backoff + Poll (a wait before the fault fired is
+// the world's, which the references share). A correct controller that a fault moved onto the world's next
 // beat (a readiness that flaps on its own schedule) converges late but
 // waits no longer than the references did; one that dropped its work
 // waits for a resync. The wait is the controller's as a whole: a key

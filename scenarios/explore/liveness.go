@@ -70,7 +70,7 @@ func baselineOf(refs []*reports.Result) baseline {
 		}
 		late := firstStart(r) - earliest
 		t := time.Duration(r.TimeToConverge)
-		b.idle = max(b.idle, idleBefore(r))
+		b.idle = max(b.idle, idleBefore(r, time.Time{}))
 		b.latest = max(b.latest, t-late)
 		if late == 0 {
 			if prompt == 0 {
@@ -99,7 +99,11 @@ func (p *Plan) late(r *reports.Result) (Difference, bool) {
 	l := Lateness{Converged: r.TimeToConverge, Latest: reports.Duration(b.latest), Spread: reports.Duration(b.spread),
 		Fault: reports.Duration(fault), Backoff: reports.Duration(backoff), Resolution: reports.Duration(scenarios.Poll)}
 	l.Allowed = l.Latest + l.Spread + l.Fault + l.Backoff + l.Resolution
-	l.Idle, l.IdleLatest = reports.Duration(idleBefore(r)), reports.Duration(b.idle)
+	var fired time.Time
+	if len(r.History.Faults) > 0 {
+		fired = r.History.Faults[0].At
+	}
+	l.Idle, l.IdleLatest = reports.Duration(idleBefore(r, fired)), reports.Duration(b.idle)
 	l.IdleAllowed = l.IdleLatest + l.Fault + l.Backoff + l.Resolution
 	if l.Converged <= l.Allowed || l.Idle <= l.IdleAllowed {
 		return Difference{}, false
@@ -139,17 +143,18 @@ func viewHeld(r *reports.Result) time.Duration {
 
 // idleBefore is r's longest wait between two requests of the controller
 // (its Lease's renewals aside, which go on whatever it does) up to when it
-// converged.
-func idleBefore(r *reports.Result) time.Duration {
+// converged, counting only what followed since (a point's first firing):
+// a wait before the fault fired is the world's, as in the references.
+func idleBefore(r *reports.Result, since time.Time) time.Duration {
 	converged := r.History.Start
 	if converged.IsZero() {
 		converged = r.Started
 	}
 	converged = converged.Add(time.Duration(r.TimeToConverge))
 	var out time.Duration
-	var prev time.Time
+	prev := since
 	for _, q := range r.History.Requests {
-		if base(q.Resource) == "leases" {
+		if base(q.Resource) == "leases" || q.At.Before(since) {
 			continue
 		}
 		if q.At.After(converged) {

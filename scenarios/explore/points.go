@@ -23,7 +23,7 @@ const (
 	Unobserved = "unobserved"
 	// Stale: the controller's view lags (a watch that must relist, a
 	// delete it learns of only as a tombstone, a restart against a view
-	// from before its last write).
+	// from before its last write, or from before a deletion it had seen).
 	Stale = "stale"
 	// Refused: one request answered with an error (409 on a write, 5xx).
 	Refused = "refused"
@@ -212,6 +212,15 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 			tomb.Point = Point{Class: Stale, About: about, Fault: chaos.Spec{Fault: chaos.FaultTombstone, Target: t, When: when},
 				Signature: "tombstone " + object, At: at}
 			cands = append(cands, tomb)
+			// The controller restarts after the deletion, and its successor
+			// starts against a view from before it, which still holds the
+			// deleted object, until TravelHold has passed.
+			held := c
+			held.last = false
+			held.Point = Point{Class: Stale, About: about, Fault: chaos.Spec{Fault: chaos.FaultCrash, When: chaos.When{After: e.At.Sub(start), Count: 1}},
+				Also:      []chaos.Spec{travelBeforeDeletion()},
+				Signature: "restart holding deleted " + object, At: at}
+			cands = append(cands, held)
 		}
 	}
 	found := map[string]int{}
@@ -253,6 +262,13 @@ const TravelHold = 2 * time.Second
 // TravelHold.
 func travelBefore() chaos.Spec {
 	return chaos.Spec{Fault: chaos.FaultTimeTravel, Writes: 1, Hold: TravelHold, When: chaos.When{Restarted: true, Count: 1}}
+}
+
+// travelBeforeDeletion is the time-travel of a deletion's restart point:
+// the first instance started after the crash lists from before the last
+// deletion its predecessors were told of, for TravelHold.
+func travelBeforeDeletion() chaos.Spec {
+	return chaos.Spec{Fault: chaos.FaultTimeTravel, Deletions: 1, Hold: TravelHold, When: chaos.When{Restarted: true, Count: 1}}
 }
 
 func since(start, at time.Time) reports.Duration { return reports.Duration(at.Sub(start)) }
