@@ -195,6 +195,32 @@ type History struct {
 	// history afterwards: a panic, an instance that did not stop, a hot
 	// loop, and the findings of the controller's own judge.
 	Recorded []Finding `json:"recorded,omitempty"`
+	// Received are the objects each instance received from the API
+	// server, each version of an object (its UID and resourceVersion) once
+	// per instance and way, and each deletion it was told of: what it had
+	// seen when it acted, for the checks that judge an action against it
+	// (Request.Received).
+	Received []Receipt `json:"received,omitempty"`
+}
+
+// Receipt is one version of an object an instance received for the first
+// time (in a list, a get, a watch event or the answer to its own write),
+// or the deletion of one (a DELETED watch event).
+type Receipt struct {
+	At         time.Time `json:"at"`
+	Instance   int       `json:"instance"`
+	Controller string    `json:"controller,omitempty"`
+	Resource   string    `json:"resource"` // "configmaps", without its group
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name"`
+	UID        string    `json:"uid"`
+	// RV is the version's resourceVersion (a deletion's: the DELETED
+	// event's); empty when the answer did not say.
+	RV string `json:"rv,omitempty"`
+	// Answer: it came in the answer to the instance's own write, not in
+	// a list, a get or a watch event, so its caches may not hold it.
+	Answer  bool `json:"answer,omitempty"`
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // Life is one instance of the controller.
@@ -256,6 +282,12 @@ type Request struct {
 	// Seen is how many of History.Events the observer had recorded when
 	// the request was sent: the world as the harness knew it then.
 	Seen int `json:"seen,omitempty"`
+	// Received is how many of History.Received had been recorded when
+	// the request was sent: what the instances had received by then.
+	Received int `json:"received,omitempty"`
+	// UID is the UID of the object the answer to a successful write
+	// carried (for a delete, the object it removed), when it said.
+	UID string `json:"uid,omitempty"`
 	// Body is what a successful write sent, for the write rules; nil for
 	// reads, failed writes and a body that could not be read.
 	Body *Body `json:"body,omitempty"`

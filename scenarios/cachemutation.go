@@ -331,8 +331,9 @@ func isEmpty(v any) bool {
 }
 
 // trackWatch wraps a watch a reflector opened on the fake typed client, so
-// each object it delivers is tracked; other watches pass as they are.
-func (c *caches) trackWatch(idx int, w watch.Interface) watch.Interface {
+// each object it delivers is tracked, and recorded as received by instance
+// idx of the controller named so (an object of resource); other watches pass as they are.
+func (c *caches) trackWatch(idx int, controller, resource string, w watch.Interface) watch.Interface {
 	if !fromReflector() {
 		return w
 	}
@@ -357,6 +358,9 @@ func (c *caches) trackWatch(idx int, w watch.Interface) watch.Interface {
 			}
 			if !send(ev) {
 				return
+			}
+			if m, err := meta.Accessor(ev.Object); err == nil {
+				c.r.receivedEvent(idx, controller, resource, string(ev.Type), objectMeta{m.GetNamespace(), m.GetName(), string(m.GetUID()), m.GetResourceVersion()})
 			}
 			if b == nil {
 				continue

@@ -25,6 +25,8 @@ type history struct {
 	// lastWrite is the At of the controller's last successful write of
 	// an object (successfulWrite).
 	lastWrite time.Time
+	// receipts dedupes History.Received.
+	receipts map[reports.Receipt]bool
 
 	// changes counts what happened that can move the goal: requests,
 	// watch events, states, firings, log lines of the instances' life.
@@ -36,7 +38,7 @@ type history struct {
 var _ chaos.Recorder = (*history)(nil)
 
 func newHistory() *history {
-	return &history{broken: map[string]bool{}, series: map[seriesKey]int{}, seen: check.NewSeen(nil), wake: make(chan struct{}, 1),
+	return &history{broken: map[string]bool{}, series: map[seriesKey]int{}, seen: check.NewSeen(nil), receipts: map[reports.Receipt]bool{}, wake: make(chan struct{}, 1),
 		h: reports.History{Requests: []reports.Request{}, Events: []reports.WatchEvent{}, Faults: []chaos.Firing{},
 			States: []reports.State{}, Samples: []reports.Sample{}, Log: []reports.Entry{}}}
 }
@@ -81,6 +83,34 @@ func (h *history) event(e reports.WatchEvent) {
 	h.seen.UpTo(h.h.Events, len(h.h.Events))
 	h.mu.Unlock()
 	h.touch()
+}
+
+// received is how many receipts the history holds: a request's Received.
+func (h *history) received() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.h.Received)
+}
+
+// receive records that an instance received objects (or their
+// deletions), each unless it had received that version of it before. A
+// receipt without a UID says nothing about which object it was, and is
+// dropped.
+func (h *history) receive(rcs ...reports.Receipt) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, rc := range rcs {
+		if rc.UID == "" || rc.Name == "" {
+			continue
+		}
+		key := rc
+		key.At = time.Time{}
+		if h.receipts[key] {
+			continue
+		}
+		h.receipts[key] = true
+		h.h.Received = append(h.h.Received, rc)
+	}
 }
 
 // watched records a kind the observer watches.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,15 @@ const (
 	// InvNoWriteWar breaks when two of the scenario's controllers keep
 	// undoing each other's value of one field; judged when it runs others.
 	InvNoWriteWar = check.NoWriteWar
+	// InvNoBlindDelete breaks when a delete removes an object its
+	// instance had never received (a replacement of the one it knew).
+	InvNoBlindDelete = check.NoBlindDelete
+	// InvNoChildOfDeletedOwner breaks when an instance creates a child of
+	// an owner whose deletion it had received.
+	InvNoChildOfDeletedOwner = check.NoChildOfDeletedOwner
+	// InvNoStaleWrite breaks when a write sets a field back to an older
+	// value over the controller's own newer one, from a stale view.
+	InvNoStaleWrite = check.NoStaleWrite
 	// InvRuleError breaks when an invariant's rule cannot be evaluated
 	// for a reason other than a field not being there.
 	InvRuleError = check.InvariantEvaluates
@@ -58,7 +68,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, c *controllerRun, r *run) {
 		Reaction: func(a k8stesting.Action) (bool, runtime.Object, error) {
 			// The store takes the request's object over (and stamps it):
 			// what the controller sent is copied first.
-			seen := r.hist.events()
+			seen, received := r.hist.events(), r.hist.received()
 			var sent runtime.Object
 			if c, ok := a.(k8stesting.CreateAction); ok && (a.GetVerb() == "create" || a.GetVerb() == "update") && c.GetObject() != nil {
 				sent = c.GetObject().DeepCopyObject()
@@ -71,7 +81,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, c *controllerRun, r *run) {
 				if !handled {
 					continue
 				}
-				r.fakeAction(idx, c, a, seen, sent, err)
+				r.fakeAction(idx, c, a, seen, received, sent, obj, err)
 				return true, obj, err
 			}
 			return false, nil, nil
@@ -79,7 +89,7 @@ func recordFake(cs *k8sfake.Clientset, idx int, c *controllerRun, r *run) {
 	watches := cs.Fake.WatchReactionChain
 	cs.Fake.WatchReactionChain = []k8stesting.WatchReactor{&k8stesting.SimpleWatchReactor{Resource: "*",
 		Reaction: func(a k8stesting.Action) (bool, watch.Interface, error) {
-			seen := r.hist.events()
+			seen, received := r.hist.events(), r.hist.received()
 			for _, reactor := range watches {
 				if !reactor.Handles(a) {
 					continue
@@ -88,9 +98,9 @@ func recordFake(cs *k8sfake.Clientset, idx int, c *controllerRun, r *run) {
 				if !handled {
 					continue
 				}
-				r.fakeAction(idx, c, a, seen, nil, err)
+				r.fakeAction(idx, c, a, seen, received, nil, nil, err)
 				if err == nil && w != nil {
-					w = r.caches.trackWatch(idx, w)
+					w = r.caches.trackWatch(idx, c.name, a.GetResource().Resource, w)
 				}
 				return true, w, err
 			}
@@ -98,15 +108,17 @@ func recordFake(cs *k8sfake.Clientset, idx int, c *controllerRun, r *run) {
 		}}}
 }
 
-// fakeAction records a request of the fake clientset: seen is how many
-// events the history held when it was sent, sent the object a create or
-// update sent, as it was sent.
-func (r *run) fakeAction(idx int, c *controllerRun, a k8stesting.Action, seen int, sent runtime.Object, err error) {
+// fakeAction records a request of the fake clientset and what its answer
+// told the instance: seen and received are how many events and receipts
+// the history held when it was sent, sent the object a create or update
+// sent, as it was sent, answer the object the store answered.
+func (r *run) fakeAction(idx int, c *controllerRun, a k8stesting.Action, seen, received int, sent, answer runtime.Object, err error) {
 	verb := a.GetVerb()
 	if verb == "delete-collection" {
 		verb = "deletecollection"
 	}
-	q := reports.Request{At: time.Now(), Instance: idx, Controller: c.name, Verb: verb, Resource: a.GetResource().Resource, Namespace: a.GetNamespace(), Code: code(verb, err), Seen: seen}
+	q := reports.Request{At: time.Now(), Instance: idx, Controller: c.name, Verb: verb, Resource: a.GetResource().Resource, Namespace: a.GetNamespace(),
+		Code: code(verb, err), Seen: seen, Received: received}
 	if a.GetSubresource() != "" {
 		q.Resource += "/" + a.GetSubresource()
 	}
@@ -120,6 +132,9 @@ func (r *run) fakeAction(idx int, c *controllerRun, a k8stesting.Action, seen in
 	}
 	if err != nil {
 		q.Error = err.Error()
+	}
+	if err == nil && answer != nil {
+		q.UID = r.answered(idx, c, verb, a.GetResource().Resource, metasOf(answer))
 	}
 	var w *Write
 	if err == nil && check.IsWrite(verb) {
@@ -142,6 +157,56 @@ func (r *run) fakeAction(idx int, c *controllerRun, a k8stesting.Action, seen in
 	if w != nil && c.primary() {
 		r.wrote(*w)
 	}
+}
+
+// objectMeta is what a receipt reads of an object.
+type objectMeta struct {
+	namespace, name, uid, rv string
+}
+
+// metasOf are the objects obj holds: a list's items, or obj itself.
+func metasOf(obj runtime.Object) []objectMeta {
+	var objs []runtime.Object
+	if meta.IsListType(obj) {
+		items, err := meta.ExtractList(obj)
+		if err != nil {
+			return nil
+		}
+		objs = items
+	} else {
+		objs = []runtime.Object{obj}
+	}
+	out := make([]objectMeta, 0, len(objs))
+	for _, o := range objs {
+		if m, err := meta.Accessor(o); err == nil {
+			out = append(out, objectMeta{m.GetNamespace(), m.GetName(), string(m.GetUID()), m.GetResourceVersion()})
+		}
+	}
+	return out
+}
+
+// answered records what the successful answer to a request of instance
+// idx of c told it, and returns the UID of the object a write's answer
+// carried. A delete's answer is the object it removed: the instance
+// learns of its deletion by its watch, as of anyone else's.
+func (r *run) answered(idx int, c *controllerRun, verb, resource string, objs []objectMeta) string {
+	switch verb {
+	case "watch", "deletecollection":
+		return ""
+	case "delete":
+	default:
+		now := time.Now()
+		answer := check.IsWrite(verb)
+		rcs := make([]reports.Receipt, len(objs))
+		for i, o := range objs {
+			rcs[i] = reports.Receipt{At: now, Instance: idx, Controller: c.name, Resource: resource, Namespace: o.namespace, Name: o.name, UID: o.uid, RV: o.rv, Answer: answer}
+		}
+		r.hist.receive(rcs...)
+	}
+	if check.IsWrite(verb) && len(objs) == 1 {
+		return objs[0].uid
+	}
+	return ""
 }
 
 // body is what w sent, as the history keeps it.
@@ -182,9 +247,10 @@ func recordHTTP(idx int, c *controllerRun, r *run) func(http.RoundTripper) http.
 			if cr.Verb == "patch" || cr.Verb == "update" || cr.Verb == "create" {
 				body = readBody(req)
 			}
-			at, seen := time.Now(), r.hist.events()
+			at, seen, received := time.Now(), r.hist.events(), r.hist.received()
 			resp, err := next.RoundTrip(req)
-			q := reports.Request{At: at, Instance: idx, Controller: c.name, Verb: cr.Verb, Resource: cr.Resource, Namespace: cr.Namespace, Name: cr.Name, Seen: seen}
+			q := reports.Request{At: at, Instance: idx, Controller: c.name, Verb: cr.Verb, Resource: cr.Resource, Namespace: cr.Namespace, Name: cr.Name,
+				Seen: seen, Received: received}
 			if cr.Subresource != "" {
 				q.Resource += "/" + cr.Subresource
 			}
@@ -192,6 +258,7 @@ func recordHTTP(idx int, c *controllerRun, r *run) func(http.RoundTripper) http.
 				q.Error = err.Error()
 			} else {
 				q.Code = resp.StatusCode
+				q.UID = r.receiveHTTP(idx, c, cr, resp)
 			}
 			var w *Write
 			if err == nil && resp.StatusCode < 300 && check.IsWrite(cr.Verb) {
@@ -222,6 +289,113 @@ func recordHTTP(idx int, c *controllerRun, r *run) func(http.RoundTripper) http.
 			return resp, err
 		})
 	}
+}
+
+// receiveHTTP records what a successful answer to a request of instance
+// idx of c tells it (a watch's events as they pass), and returns the UID
+// of the object a write's answer carried. An answer that is not JSON (a
+// client that asked for protobuf) is not read.
+func (r *run) receiveHTTP(idx int, c *controllerRun, cr chaos.Request, resp *http.Response) string {
+	if resp.StatusCode >= 300 || resp.Body == nil || !strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		return ""
+	}
+	if cr.Verb == "watch" {
+		resp.Body = &receivingBody{ReadCloser: resp.Body, on: func(f watchFrame) {
+			md := f.Object.Metadata
+			r.receivedEvent(idx, c.name, cr.Resource, f.Type, objectMeta{md.Namespace, md.Name, md.UID, md.ResourceVersion})
+		}}
+		return ""
+	}
+	if cr.Subresource != "" && cr.Subresource != "status" && cr.Subresource != "scale" {
+		return "" // not the object: logs, a binding, an eviction
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	var doc answerDoc
+	if json.Unmarshal(body, &doc) != nil {
+		return ""
+	}
+	var objs []objectMeta
+	switch {
+	case doc.Kind == "Status":
+		if doc.Details != nil && cr.Verb == "delete" {
+			objs = append(objs, objectMeta{cr.Namespace, doc.Details.Name, doc.Details.UID, ""})
+		}
+	case doc.Items != nil:
+		for _, it := range doc.Items {
+			objs = append(objs, objectMeta{it.Metadata.Namespace, it.Metadata.Name, it.Metadata.UID, it.Metadata.ResourceVersion})
+		}
+	default:
+		objs = append(objs, objectMeta{doc.Metadata.Namespace, doc.Metadata.Name, doc.Metadata.UID, doc.Metadata.ResourceVersion})
+	}
+	if cr.Subresource == "scale" {
+		return "" // a Scale carries its object's name and UID, but is not it
+	}
+	return r.answered(idx, c, cr.Verb, cr.Resource, objs)
+}
+
+// answerMeta is what a receipt reads of an object in an answer.
+type answerMeta struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+		UID       string `json:"uid"`
+		// ResourceVersion is the version received.
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+}
+
+// answerDoc is an answer: an object, a list, or a Status.
+type answerDoc struct {
+	Kind string `json:"kind"`
+	answerMeta
+	Items   []answerMeta `json:"items"`
+	Details *struct {
+		Name string `json:"name"`
+		UID  string `json:"uid"`
+	} `json:"details"`
+}
+
+type watchFrame struct {
+	Type   string     `json:"type"`
+	Object answerMeta `json:"object"`
+}
+
+// receivingBody is a watch stream that hands each frame to on as the
+// client reads it. A frame that grows past maxBody is not one, and ends
+// the reading of frames (the stream itself flows on).
+type receivingBody struct {
+	io.ReadCloser
+	buf    []byte
+	broken bool
+	on     func(watchFrame)
+}
+
+func (b *receivingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.broken || n == 0 {
+		return n, err
+	}
+	b.buf = append(b.buf, p[:n]...)
+	dec := json.NewDecoder(bytes.NewReader(b.buf))
+	used := 0
+	for {
+		var f watchFrame
+		if dec.Decode(&f) != nil {
+			break
+		}
+		used = int(dec.InputOffset())
+		b.on(f)
+	}
+	b.buf = append(b.buf[:0], b.buf[used:]...)
+	if len(b.buf) > maxBody {
+		b.broken, b.buf = true, nil
+	}
+	return n, err
 }
 
 // maxBody is the largest request body the recorder reads: more than the
@@ -270,4 +444,21 @@ func (r *run) wrote(w Write) {
 	if j := r.judge; j != nil {
 		j.Wrote(w)
 	}
+}
+
+// receivedEvent records a watch event (of type typ) of an object of
+// resource that reached instance idx of the controller named so, on
+// either door.
+func (r *run) receivedEvent(idx int, controller, resource, typ string, o objectMeta) {
+	if typ != string(watch.Added) && typ != string(watch.Modified) && typ != string(watch.Deleted) {
+		return
+	}
+	rc := reports.Receipt{At: time.Now(), Instance: idx, Controller: controller, Resource: resource, Namespace: o.namespace, Name: o.name, UID: o.uid, RV: o.rv}
+	if typ != string(watch.Deleted) {
+		r.hist.receive(rc)
+		return
+	}
+	gone := rc
+	gone.Deleted = true
+	r.hist.receive(rc, gone)
 }

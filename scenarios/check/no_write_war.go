@@ -132,6 +132,7 @@ func show(v string) string {
 // known, the value before (canonical JSON; "" for none).
 type written struct {
 	path       string
+	at         expect.Path
 	value, old string
 	knownOld   bool
 }
@@ -156,7 +157,7 @@ func writtenFields(w *Seen, q reports.Request, key objectKey, subresource string
 			if ignoredPath(path) || strings.Contains(path, "$") {
 				return
 			}
-			f := written{path: path}
+			f := written{path: path, at: p}
 			if !removed {
 				f.value = canonical(v)
 			}
@@ -196,7 +197,7 @@ func writtenFields(w *Seen, q reports.Request, key objectKey, subresource string
 		}
 		diffMaps(nil, base, b.Object, func(p expect.Path, old, v any) {
 			if path := p.String(); !notWritten(path, subresource) {
-				out = append(out, written{path: path, value: canonical(v), old: canonical(old), knownOld: true})
+				out = append(out, written{path: path, at: p, value: canonical(v), old: canonical(old), knownOld: true})
 			}
 		})
 	}

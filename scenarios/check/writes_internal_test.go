@@ -2,9 +2,13 @@ package check
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/converge-lab/converge/reports"
 )
 
 func TestWriteRuleFields(t *testing.T) {
@@ -40,4 +44,38 @@ func TestChangedPaths(t *testing.T) {
 	assert.ElementsMatch(t, []string{"metadata.annotations.owner", "spec.replicas"}, diffPaths(old, sent, ""),
 		"an update of the object leaves status alone; a map that appears is named by its keys")
 	assert.ElementsMatch(t, []string{"status.ready"}, diffPaths(old, sent, "status"))
+}
+
+// A delete sent after the observer had seen the object's DELETED event (a
+// kubelet finishing a graceful delete at once) is judged against the
+// object as it last was, not against nothing: the rule that selects it by
+// its labels allows it, and a rule selecting other labels does not.
+func TestWriteRuleJudgesADeleteOfAnObjectSeenDeleted(t *testing.T) {
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5", "labels": map[string]any{"app": "web"}}}
+	h := &reports.History{Start: t0, Resources: map[string]string{"pods": "v1 Pod"},
+		Events: []reports.WatchEvent{
+			{At: t0, Type: "ADDED", Resource: "pods", Namespace: "ns", Name: "p", RV: "5", Kind: "v1 Pod", Object: pod},
+			{At: t0.Add(time.Second), Type: "DELETED", Resource: "pods", Namespace: "ns", Name: "p", RV: "6", Kind: "v1 Pod", Object: pod},
+		},
+		Requests: []reports.Request{{At: t0.Add(2 * time.Second), Verb: "delete", Resource: "pods", Namespace: "ns", Name: "p", Code: 200, Seen: 2}},
+	}
+	for _, tt := range []struct {
+		labels  string
+		allowed bool
+	}{{"app=web", true}, {"app=other", false}} {
+		c, err := Compile(Rules{Writes: []WriteRule{{Select: Selector{APIVersion: "v1", Kind: "Pod", Labels: tt.labels}, Verbs: []string{"delete"}}}})
+		require.NoError(t, err)
+		var found []reports.Finding
+		for _, f := range c.Judge(h, nil).Findings {
+			if f.Check == WritesAllowed {
+				found = append(found, f)
+			}
+		}
+		if tt.allowed {
+			assert.Empty(t, found, "a rule selecting %s", tt.labels)
+		} else {
+			assert.NotEmpty(t, found, "a rule selecting %s", tt.labels)
+		}
+	}
 }
