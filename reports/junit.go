@@ -48,21 +48,38 @@ type junitMessage struct {
 	Body    string `xml:",chardata"`
 }
 
+// NotRun is a scenario an invocation asked for on a backend it does not
+// run on: no run, no result, but a skipped case with its reason.
+type NotRun struct {
+	Scenario, Backend, Why string
+}
+
 // WriteJUnit writes one test case per result (scenario/backend/seed), in a
 // suite per backend; a failed verdict is a failure with its reasons, a run
 // that could not be carried out an error, one whose fault profile does not
-// apply to the controller skipped (Result.Skipped).
-func WriteJUnit(w io.Writer, results []*Result) error {
+// apply to the controller skipped (Result.Skipped), and each of notRun a
+// skipped case (scenario/backend) with its reason.
+func WriteJUnit(w io.Writer, results []*Result, notRun ...NotRun) error {
 	var out junitSuites
 	suites := map[string]int{}
-	for _, r := range results {
-		i, ok := suites[r.Backend]
+	suite := func(backend string) *junitSuite {
+		i, ok := suites[backend]
 		if !ok {
 			i = len(out.Suites)
-			suites[r.Backend] = i
-			out.Suites = append(out.Suites, junitSuite{Name: "converge/" + r.Backend})
+			suites[backend] = i
+			out.Suites = append(out.Suites, junitSuite{Name: "converge/" + backend})
 		}
-		s := &out.Suites[i]
+		return &out.Suites[i]
+	}
+	for _, n := range notRun {
+		s := suite(n.Backend)
+		s.Cases = append(s.Cases, junitCase{Name: n.Scenario + "/" + n.Backend, Classname: "converge." + n.Backend,
+			Skipped: &junitMessage{Message: n.Why, Type: "skipped"}})
+		s.Tests++
+		s.Skipped++
+	}
+	for _, r := range results {
+		s := suite(r.Backend)
 		c := junitCase{
 			Name:      fmt.Sprintf("%s/%s/seed-%d", r.Scenario, r.Backend, r.Seed),
 			Classname: "converge." + r.Backend,

@@ -230,3 +230,12 @@ func TestRunPageShowsASkip(t *testing.T) {
 	assert.Contains(t, run.String(), "Skipped: the conflicts profile does not apply: none of its faults matched a request of the controller (fault 0 (conflict)).")
 	assert.Equal(t, "skipped", status(r))
 }
+
+// A run of a controller with no probe says so in its controller row,
+// rather than blaming a process boundary it may not have.
+func TestTheControllerRowSaysWhenThereIsNoProbe(t *testing.T) {
+	r := &Result{}
+	assert.Equal(t, "controller: no probe (its Runner is no scenarios.Prober, or it runs out of process): nothing sampled", controllerRow(r, 1, 10).Title.Text)
+	r.History.Samples = []Sample{{QueueDepth: 2}}
+	assert.Equal(t, "controller: queue depth; reconciles and retries per 1s", controllerRow(r, 1, 10).Title.Text)
+}

@@ -41,7 +41,8 @@ without faults several times (the reference), lists the points of the first
 reference run where one fault can strike (a crash or SIGTERM right after each
 write, a restart right after each write against a view from before it, a 409
 on each write, 5xx on each kind of request, a lost or held-back
-watch event, a 410 on each watch, a tombstone for each deletion), prunes
+watch event, a 410 on each watch, a tombstone for each deletion and a restart
+after it against a view that still holds the deleted object), prunes
 repeats and no-ops, runs each point as a run of its own in virtual time,
 spread over --parallel processes, and judges each by the scenario's verdict
 and by how its end state and its objects' additions and deletions differ from

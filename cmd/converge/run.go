@@ -339,7 +339,7 @@ func runScenarios(ctx context.Context, f runFlags, args []string, stdout, stderr
 		// owed left its result, which says why.
 		runErr = nil
 	}
-	err = summarise(results, missing, summary{report: p.report, junit: p.junit, flag: p.tests.flag, cluster: p.clusterFlag(), log: true}, time.Since(began), stdout)
+	err = summarise(results, missing, summary{report: p.report, junit: p.junit, flag: p.tests.flag, cluster: p.clusterFlag(), log: true, notRun: p.notRun()}, time.Since(began), stdout)
 	return errors.Join(runErr, err)
 }
 
@@ -364,6 +364,25 @@ func (p *plan) expected() []runKey {
 			}
 			for _, seed := range p.seedList {
 				out = append(out, runKey{scenario: s.Name, backend: b, seed: seed, test: s.Test, file: i >= len(p.own)})
+			}
+		}
+	}
+	return out
+}
+
+// notRun are the scenarios the invocation lists on a backend it asks for
+// that the scenario does not run on: skips with their reason, said by the
+// first shard only.
+func (p *plan) notRun() []reports.NotRun {
+	if p.shard.index != 0 {
+		return nil
+	}
+	var out []reports.NotRun
+	for _, s := range p.listed() {
+		for _, b := range p.backends {
+			if !slices.Contains(s.Backends, b) {
+				out = append(out, reports.NotRun{Scenario: s.Name, Backend: b,
+					Why: fmt.Sprintf("%s does not run on %s: it runs on %s", s.Name, b, strings.Join(s.Backends, ", "))})
 			}
 		}
 	}
@@ -490,6 +509,8 @@ type summary struct {
 	// --kubeconfig PATH.
 	cluster string
 	log     bool
+	// notRun are scenarios asked for on a backend they do not run on.
+	notRun []reports.NotRun
 }
 
 // summarise prints the failures with their replay commands, the runs that
@@ -529,13 +550,16 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 			fmt.Fprintf(stdout, "\nSKIPPED %s/%s/seed-%d: %s\n", r.Scenario, r.Backend, r.Seed, why)
 		}
 	}
+	for _, n := range p.notRun {
+		fmt.Fprintf(stdout, "\nSKIPPED %s/%s: %s\n", n.Scenario, n.Backend, n.Why)
+	}
 	for _, k := range missing {
 		fmt.Fprintf(stdout, "\nNO RESULT %s: the run did not finish; see %s\n", k, filepath.Join(p.report, "scenarios.log"))
 	}
 	timeTable(results, stdout)
 	var errs []error
 	if p.junit != "" {
-		if err := writeJUnit(p.junit, results); err != nil {
+		if err := writeJUnit(p.junit, results, p.notRun); err != nil {
 			errs = append(errs, fmt.Errorf("--junit: %w", err))
 		}
 	}
@@ -544,8 +568,15 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 	if took > 0 {
 		in = ", in " + took.Round(time.Millisecond).String()
 	}
-	fmt.Fprintf(stdout, "\n%d runs, %d failed, %d with a fault or check that never fired, %d without a result, %d skipped%s\nresults: %s\n",
-		len(results)+len(missing), failed, unfired, len(missing), skipped, in, p.report)
+	notRun := ""
+	if len(p.notRun) > 0 {
+		notRun = fmt.Sprintf(" (and %d scenario on a backend it does not run on, skipped)", len(p.notRun))
+		if len(p.notRun) > 1 {
+			notRun = fmt.Sprintf(" (and %d scenarios on a backend they do not run on, skipped)", len(p.notRun))
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d runs, %d failed, %d with a fault or check that never fired, %d without a result, %d skipped%s%s\nresults: %s\n",
+		len(results)+len(missing), failed, unfired, len(missing), skipped, notRun, in, p.report)
 	if p.log {
 		fmt.Fprintf(stdout, "logs:    %s\n", filepath.Join(p.report, "scenarios.log"))
 	}
@@ -567,12 +598,12 @@ func summarise(results []*reports.Result, missing []runKey, p summary, took time
 	return errors.Join(errs...)
 }
 
-func writeJUnit(path string, results []*reports.Result) error {
+func writeJUnit(path string, results []*reports.Result, notRun []reports.NotRun) error {
 	out, err := userfile.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := reports.WriteJUnit(out, results); err != nil {
+	if err := reports.WriteJUnit(out, results, notRun...); err != nil {
 		_ = out.Close()
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios/scenariotest"
 	"github.com/converge-lab/converge/sim/simtest"
 )
 
@@ -341,4 +342,29 @@ func TestSummaryReplaysAClusterRunOnACluster(t *testing.T) {
 	kubeconfig := filepath.Join(dir, "a kubeconfig")
 	assert.Equal(t, " --kubeconfig '"+kubeconfig+"'", (&plan{runFlags: runFlags{kubeconfig: kubeconfig}}).clusterFlag())
 	assert.Equal(t, " --kwok", (&plan{runFlags: runFlags{kwok: true}}).clusterFlag())
+}
+
+// A scenario asked for on a backend it does not run on is no run, but a
+// skip with its reason: in the summary and in JUnit, once across shards.
+func TestAScenarioOnABackendItDoesNotRunOnIsSkipped(t *testing.T) {
+	p := &plan{own: []scenariotest.Listed{{Name: "only-fake", Backends: []string{"fake"}}, {Name: "both", Backends: []string{"fake", "envtest"}}},
+		runFlags: runFlags{backends: []string{"fake", "envtest"}}, shard: shard{0, 2}}
+	notRun := p.notRun()
+	require.Len(t, notRun, 1)
+	assert.Equal(t, reports.NotRun{Scenario: "only-fake", Backend: "envtest", Why: "only-fake does not run on envtest: it runs on fake"}, notRun[0])
+	p.shard = shard{1, 2}
+	assert.Empty(t, p.notRun(), "the first shard says it")
+
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "junit.xml")
+	results := []*reports.Result{{Schema: reports.SchemaVersion, Scenario: "both", Backend: "fake", Seed: 1, Pass: true,
+		Counters: reports.Counters{Writes: map[string]int{}, Needed: map[string]int{}}}}
+	var out strings.Builder
+	require.NoError(t, summarise(results, nil, summary{report: dir, junit: junit, notRun: notRun}, 0, &out))
+	assert.Contains(t, out.String(), "\nSKIPPED only-fake/envtest: only-fake does not run on envtest: it runs on fake\n")
+	assert.Contains(t, out.String(), "1 runs, 0 failed, 0 with a fault or check that never fired, 0 without a result, 0 skipped (and 1 scenario on a backend it does not run on, skipped)")
+	raw, err := os.ReadFile(junit)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `<testcase name="only-fake/envtest" classname="converge.envtest"`)
+	assert.Contains(t, string(raw), `<skipped message="only-fake does not run on envtest: it runs on fake" type="skipped">`)
 }
