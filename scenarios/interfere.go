@@ -9,24 +9,37 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-lab/converge/scenarios/expect"
 )
 
-// every calls act(n) every period from the start of the run until until
-// (from the start), count times (zero: no bound) or the end of ctx, in its
-// own goroutine.
-func (r *run) every(ctx context.Context, period, until Duration, count int, act func(n int)) {
+// every calls act(n) every period from after (from the start of the
+// run) until until (from the start), until count of its calls have counted (zero: no
+// bound; act says whether its call counts) or the end of ctx, in its own
+// goroutine. n counts the calls that counted before.
+func (r *run) every(ctx context.Context, period, after, until Duration, count int, act func(n int) bool) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		end := r.start.Add(time.Duration(until))
+		if after > 0 {
+			wait := time.NewTimer(time.Until(r.start.Add(time.Duration(after))))
+			select {
+			case <-ctx.Done():
+				wait.Stop()
+				return
+			case <-wait.C:
+			}
+		}
 		tick := time.NewTicker(time.Duration(period))
 		defer tick.Stop()
-		for n := 0; count == 0 || n < count; n++ {
+		for n := 0; count == 0 || n < count; {
 			select {
 			case <-ctx.Done():
 				return
@@ -36,7 +49,9 @@ func (r *run) every(ctx context.Context, period, until Duration, count int, act 
 				}
 			}
 			r.checkLimit()
-			act(n)
+			if act(n) {
+				n++
+			}
 		}
 	}()
 }
@@ -46,15 +61,18 @@ func (r *run) every(ctx context.Context, period, until Duration, count int, act 
 // client, as another team's tooling or a node drain would.
 func (r *run) interfere(ctx context.Context, i int, in Interference) {
 	who := fmt.Sprintf("interference %d", i)
-	r.every(ctx, in.Every, in.Until, in.Count, func(n int) {
+	r.every(ctx, in.Every, in.After, in.Until, in.Count, func(n int) bool {
+		if in.Create != nil {
+			return r.interfereCreate(ctx, who, in.Create, n)
+		}
 		objs := r.hist.selected(in.Select)
 		if len(objs) == 0 {
-			return
+			return true
 		}
 		target := objs[n%len(objs)]
 		client, _, err := r.kube.resource(target.GroupVersionKind())
 		if err != nil {
-			return
+			return true
 		}
 		name := target.GetName()
 		if in.Delete {
@@ -62,10 +80,10 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 			switch {
 			case err == nil:
 				r.hist.log(time.Now(), fmt.Sprintf("%s deleted %s %s", who, target.GetKind(), name))
-			case !apierrors.IsNotFound(err) && ctx.Err() == nil:
+			case !apierrors.IsNotFound(err) && !transient(err) && ctx.Err() == nil:
 				r.fail(fmt.Errorf("%s could not delete %s %s: the API server answered: %w", who, target.GetKind(), name, err))
 			}
-			return
+			return true
 		}
 		if p := in.Patch; p != nil {
 			pt, what := types.MergePatchType, "merge patch"
@@ -80,15 +98,15 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 			data, err := json.Marshal(withN(withNow(p.Patch, time.Now()), n))
 			if err != nil {
 				r.fail(fmt.Errorf("%s: its patch: %w", who, err))
-				return
+				return true
 			}
 			_, err = client.Patch(ctx, name, pt, data, metav1.PatchOptions{}, sub...)
 			r.acted(ctx, err, who, what, target.GetKind(), name)
-			return
+			return true
 		}
 		cur, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return
+			return true
 		}
 		value := withNow(in.Set.Value, time.Now())
 		if s, ok := value.(string); ok {
@@ -100,25 +118,63 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 		}
 		if err := setField(cur.Object, in.Set.Path, value, in.Set.Remove); err != nil {
 			r.fail(fmt.Errorf("%s could not %s of %s %s: %w", who, what, target.GetKind(), name, err))
-			return
+			return true
 		}
 		_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
 		r.acted(ctx, err, who, what, target.GetKind(), name)
+		return true
 	})
 }
 
-// acted logs an interfering write, or skips one that met a conflict or
-// found the object gone; any other refusal ends the run as the harness's
-// error.
+// interfereCreate is an interfering actor's create of its n-th object. It
+// reports whether it created one: a name taken is tried again at the next
+// tick, so "count: 1" is one object made, whenever its name came free.
+func (r *run) interfereCreate(ctx context.Context, who string, m Object, n int) bool {
+	u := &unstructured.Unstructured{Object: withN(withNow(map[string]any(m), time.Now()), n).(map[string]any)}
+	client, mapping, err := r.kube.resource(u.GroupVersionKind())
+	if err != nil {
+		r.fail(fmt.Errorf("%s could not create %s %s: %w", who, u.GetKind(), u.GetName(), err))
+		return true
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		u.SetNamespace(r.kube.ns)
+	}
+	_, err = client.Create(ctx, u, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		r.hist.log(time.Now(), fmt.Sprintf("%s created %s %s", who, u.GetKind(), u.GetName()))
+	case apierrors.IsAlreadyExists(err):
+		return false // quietly: it is tried at every tick
+	case transient(err):
+		r.hist.log(time.Now(), fmt.Sprintf("%s: create of %s %s failed, tried again at the next tick: %v", who, u.GetKind(), u.GetName(), err))
+		return false
+	case ctx.Err() == nil:
+		r.fail(fmt.Errorf("%s could not create %s %s: the API server answered: %w", who, u.GetKind(), u.GetName(), err))
+	}
+	return true
+}
+
+// acted logs an interfering write, or skips one that met a conflict,
+// found the object gone or did not reach a server that was down or
+// overloaded (a control-plane fault of the run); any other refusal ends
+// the run as the harness's error.
 func (r *run) acted(ctx context.Context, err error, who, what, kind, name string) {
 	switch {
 	case err == nil:
 		r.hist.log(time.Now(), fmt.Sprintf("%s: %s of %s %s", who, what, kind, name))
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || transient(err):
 		r.hist.log(time.Now(), fmt.Sprintf("%s skipped: %s of %s %s: %v", who, what, kind, name, err))
 	case ctx.Err() == nil:
 		r.fail(fmt.Errorf("%s could not %s of %s %s: the API server answered: %w", who, what, kind, name, err))
 	}
+}
+
+// transient: err says the server could not be reached or could not
+// answer now, not that it refused the write.
+func transient(err error) bool {
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err)
 }
 
 // withN copies v with "{{n}}" in its strings replaced by n.

@@ -426,6 +426,8 @@ func (s *Scenario) kinds() []schema.GroupVersionKind {
 	}
 	for _, in := range s.World.Interference {
 		add(in.Select.APIVersion, in.Select.Kind)
+		u := unstructured.Unstructured{Object: in.Create}
+		add(u.GetAPIVersion(), u.GetKind())
 	}
 	return out
 }

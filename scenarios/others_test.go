@@ -26,12 +26,14 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/scenarios/scaler"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 	"github.com/converge-lab/converge/sim/backends"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
 	"github.com/converge-lab/converge/sim/simtest"
+	"github.com/converge-lab/converge/sim/simtest/tier"
 )
 
 // A scenario may run other controllers beside the one under test, on the
@@ -477,4 +479,28 @@ func TestTheControllerUnderTestMayTakeItsIdentityFromTheFile(t *testing.T) {
 			assert.Contains(t, forbidden[0].Detail, "system:serviceaccount:converge:other-controller")
 		})
 	}
+}
+
+// Exploration runs the scenario's other controllers in every run: the
+// fighter's war is found (its references fail already).
+func TestExploreRunsTheOthers(t *testing.T) {
+	s := explore.WithoutFaults(loadPair(t))
+	war := scenariotest.Explore(t, s, scaler.Controller{}, scenariotest.ExploreOptions{Seed: 1,
+		Others: map[string]scenarios.Controller{"other": fighter}})
+	require.NotNil(t, war)
+	require.NotEmpty(t, war.Findings)
+	assert.True(t, slices.ContainsFunc(war.Findings, func(f explore.Finding) bool { return f.Field == scenarios.InvNoWriteWar }), "%s", war.Text())
+}
+
+// A pair that shares the Deployments without a fight gives no finding at
+// any point of its exploration: without the labeler in the points, their
+// runs would lack its labels and differ from the references.
+func TestExploreWithAPeacefulOtherFindsNothing(t *testing.T) {
+	tier.Full(t, "every point of an exploration of the scaler and a labeler (about 2 min under the race detector)")
+	s := explore.WithoutFaults(loadPair(t))
+	peace := scenariotest.Explore(t, s, scaler.Controller{}, scenariotest.ExploreOptions{Seed: 1,
+		Others: map[string]scenarios.Controller{"other": labeler}})
+	require.NotNil(t, peace)
+	assert.Empty(t, peace.Findings, "%s", peace.Text())
+	assert.NotZero(t, peace.Coverage.Run, "points ran")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scaler"
@@ -48,10 +49,12 @@ timing: {deadline: 2m, settle: 10s}
 
 // The same binary on a kwokctl cluster through the cluster backend and the
 // fault proxy, with one worker so that its patches go one at a time: a 503
-// on its first patch (retried), SIGKILL after the retry,
-// SIGTERM after the first patch of its replacement (2 s in; the first
-// process is dead from its second patch until 3 s later); a new process
-// takes over each time, kube-scheduler binds and kwok readies the pods, and
+// on its first patch (retried), SIGKILL after the retry; its replacement
+// starts against a view from before that patch (a lagging replica: its
+// lists served at the older resourceVersion by the real API server for
+// 2 s), and gets SIGTERM right after its first list of Deployments (which
+// every replacement makes, whatever work is left); a new process takes
+// over each time, kube-scheduler binds and kwok readies the pods, and
 // every process is gone at the end.
 func TestOutOfProcessControllerOnKwok(t *testing.T) {
 	t.Parallel() // the only run on the test binary's kwokctl cluster
@@ -65,7 +68,8 @@ world: {readiness: {kind: ready-after-delay, delay: 5s}}
 faults:
   - {fault: server-error, code: 503, target: {verbs: [patch], resource: deployments}, when: {nth: 1}}
   - {fault: crash, target: {verbs: [patch], resource: deployments}, when: {nth: 2}}
-  - {fault: terminate, target: {verbs: [patch], resource: deployments}, when: {after: 2s, count: 1}}
+  - {fault: time-travel, writes: 1, hold: 2s, when: {restarted: true, count: 1}}
+  - {fault: terminate, target: {verbs: [list], resource: deployments}, when: {restarted: true, count: 1}}
 timing: {deadline: 3m, settle: 10s}
 `, "--workers=1")
 	b, err := cluster.New(cluster.Config{Kubeconfig: kc.Kubeconfig(), NamespacePrefix: "out-of-process-", ControlPlane: kc, Kwok: true,
@@ -80,6 +84,10 @@ timing: {deadline: 3m, settle: 10s}
 	}
 	assert.Empty(t, res.Unfired, "%+v", res.History.Faults)
 	assert.Equal(t, 1, fired["server-error"], "the 503 went through the proxy: %v", res.History.Faults)
+	assert.Equal(t, 1, fired["time-travel"], "%v", res.History.Faults)
+	assert.True(t, slices.ContainsFunc(res.History.Faults, func(f chaos.Firing) bool {
+		return f.Fault == chaos.FaultTimeTravel && strings.HasPrefix(f.Outcome, "view set at resourceVersion ")
+	}), "the real API server served the replacement's lists from the past: %+v", res.History.Faults)
 	assertExits(t, res, bin, "ended by signal killed", "exited with status 0", "exited with status 0")
 	assert.True(t, slices.ContainsFunc(res.History.Log, func(e reports.Entry) bool { return strings.Contains(e.What, "kwok's stages play them") }),
 		"kwok's Stages played the pods")

@@ -215,3 +215,22 @@ func TestValidateNamesThePlaceInTheRule(t *testing.T) {
 	}}}
 	assert.EqualError(t, s.Validate(), `invariants[0].rule: line 2, column 14: invariant "x": rule reads object.spec.replica, which Deployment (apps/v1) has no field "replica" (did you mean "replicas"?)`)
 }
+
+// A write rule's field is a path its kind must hold: a typo would make
+// the rule refuse every write it was meant for. A field ending in a
+// prefix is checked up to its parent.
+func TestParseRefusesAWriteRuleFieldTheKindCannotHold(t *testing.T) {
+	doc := ruleHead + `writes:
+  - select: {apiVersion: apps/v1, kind: Deployment}
+    fields: [spec.replica, spec.repl*, 'metadata.annotations["converge.dev/*"]', status.*, "*", metadata.lables]
+  - select: {apiVersion: v1, kind: ConfigMap}
+    fields: [data.anything, date]
+`
+	_, err := scenarios.Parse("s.yaml", []byte(doc))
+	require.Error(t, err)
+	assert.Equal(t, strings.Join([]string{
+		`s.yaml:25: writes[0].fields[0]: Deployment (apps/v1) has no field spec.replica (did you mean "replicas"?)`,
+		`s.yaml:25: writes[0].fields[5]: Deployment (apps/v1) has no field metadata.lables (did you mean "labels"?)`,
+		`s.yaml:27: writes[1].fields[1]: ConfigMap (v1) has no field date (did you mean "data"?)`,
+	}, "\n"), err.Error())
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -76,9 +77,14 @@ type Scenario struct {
 	Goal Goal `json:"goal,omitempty"`
 	// Allow names built-in invariants this scenario lets break (for
 	// example no-forbidden-request, when a 403 is the point).
-	Allow   []string `json:"allow,omitempty"`
-	Timing  Timing   `json:"timing,omitempty"`
-	Budgets Budgets  `json:"budgets,omitempty"`
+	Allow []string `json:"allow,omitempty"`
+	// SkipProfiles are fault profiles this scenario is not run under when
+	// a test asks for them (scenariotest.Options.Faults), by name, each
+	// with its reason ("leader-failover: one replica only"): each such run
+	// is a SKIP that says why.
+	SkipProfiles map[string]string `json:"skipProfiles,omitempty"`
+	Timing       Timing            `json:"timing,omitempty"`
+	Budgets      Budgets           `json:"budgets,omitempty"`
 }
 
 // Objects are manifests the harness creates at the start: a file or folder
@@ -139,6 +145,9 @@ func (r Readiness) Model() world.Model {
 // conflict is skipped, as a tool that does not retry would.
 type Interference struct {
 	Every Duration `json:"every"`
+	// After, from the start of the run, the actor begins: its first action
+	// is at After + Every. Zero means at the start.
+	After Duration `json:"after,omitempty"`
 	// Until, from the start of the run. Zero means half the deadline.
 	Until Duration `json:"until,omitempty"`
 	// Count, when set, stops the actor after that many actions: a number
@@ -158,6 +167,13 @@ type Interference struct {
 	Patch *PatchStep `json:"patch,omitempty"`
 	// Delete deletes the object, at once (grace period 0).
 	Delete bool `json:"delete,omitempty"`
+	// Create creates this object (a manifest, namespaced into the run's
+	// namespace; "{{n}}" in its strings is the count of the action), as
+	// someone else would: an object of a name the controller used, made
+	// again by another hand. It needs no select. While an object of that
+	// name exists the actor waits, trying at each tick: Count bounds the
+	// objects it made, so "count: 1" makes one, whenever its name is free.
+	Create Object `json:"create,omitempty"`
 }
 
 // PatchStep is a patch an interfering actor sends.
@@ -229,7 +245,9 @@ type Selector struct {
 // CRD among the scenario's objects, or the Go type of a kind client-go
 // knows. A field no such object can hold (object.spec.replica of a
 // Deployment, in has() too) is refused there, with its line and column;
-// so is one a goal's match or an interfering actor sets. Keys of maps (labels, a ConfigMap's data), fields below
+// so is one a goal's match or an interfering actor sets, and a write
+// rule's field (up to the parent of a prefix such as spec.repl*). Keys of
+// maps (labels, a ConfigMap's data), fields below
 // x-kubernetes-preserve-unknown-fields and kinds of neither are not
 // checked: a typo there is found in the run, as vacuous.
 type Invariant struct {
@@ -597,15 +615,28 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 		if in.Until < 0 || in.Until > Duration(MaxDeadline) {
 			bad(path+".until", "within 0..%v", MaxDeadline)
 		}
+		if in.After < 0 || in.After > Duration(MaxDeadline) {
+			bad(path+".after", "within 0..%v", MaxDeadline)
+		}
 		if in.Count < 0 {
 			bad(path+".count", "must not be negative, got %d", in.Count)
 		}
-		for _, msg := range in.Select.problems() {
-			bad(path+".select", "%s", msg)
+		if in.Create == nil || in.Select != (Selector{}) {
+			for _, msg := range in.Select.problems() {
+				bad(path+".select", "%s", msg)
+			}
 		}
 		switch {
-		case countTrue(in.Set != nil, in.Patch != nil, in.Delete) != 1:
-			bad(path, "say what the actor does: set, patch or delete, one of them")
+		case countTrue(in.Set != nil, in.Patch != nil, in.Delete, in.Create != nil) != 1:
+			bad(path, "say what the actor does: set, patch, delete or create, one of them")
+		case in.Create != nil:
+			m := Object(withN(map[string]any(in.Create), 0).(map[string]any))
+			for _, msg := range checkManifest(m, 1) {
+				bad(path+".create", "%s", msg)
+			}
+			if u := (unstructured.Unstructured{Object: in.Create}); u.GetGenerateName() != "" || strings.Contains(u.GetName(), "{{index}}") {
+				bad(path+".create", "metadata.name: a name, with {{n}} where each action makes another")
+			}
 		case in.Patch != nil:
 			for _, msg := range checkPatch(*in.Patch) {
 				bad(path+".patch", "%s", msg)
@@ -848,8 +879,15 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 				}
 			}
 			for j, f := range w.Fields {
-				if err := checkField(f); err != nil {
+				at, err := checkField(f)
+				if err != nil {
 					bad(fmt.Sprintf("%s.fields[%d]", path, j), "%v", err)
+					continue
+				}
+				// A field its kind cannot hold allows nothing: a typo makes
+				// the rule refuse every write it was meant for.
+				if errs := schemas.of(w.Select).CheckValue(at, nil); len(errs) > 0 {
+					bad(fmt.Sprintf("%s.fields[%d]", path, j), "%s", errs[0])
 				}
 			}
 		}
@@ -892,21 +930,27 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 	}
 }
 
-// checkField checks a write rule's field: a path, maybe ending in a
-// wildcard (status.*, metadata.annotations["example.com/*"]).
-func checkField(f string) error {
+// checkField parses a write rule's field and returns the path every field
+// it allows lies under: the whole path, or its parent when it ends in a
+// wildcard prefix (spec.repl*, annotations["converge.dev/*"]); nil for "*"
+// (status.* is status).
+func checkField(f string) (expect.Path, error) {
+	prefix := false
 	switch {
 	case f == "*":
-		return nil
+		return nil, nil
 	case strings.HasSuffix(f, `*"]`):
-		f = strings.TrimSuffix(f, `*"]`) + `"]`
+		f, prefix = strings.TrimSuffix(f, `*"]`)+`"]`, true
 	case strings.HasSuffix(f, ".*"):
 		f = strings.TrimSuffix(f, ".*")
 	case strings.HasSuffix(f, "*"):
-		f = strings.TrimSuffix(f, "*")
+		f, prefix = strings.TrimSuffix(f, "*"), true
 	}
-	_, err := expect.ParsePath(f)
-	return err
+	p, err := expect.ParsePath(f)
+	if err != nil || !prefix || len(p) == 0 {
+		return p, err
+	}
+	return p[:len(p)-1], nil
 }
 
 // writeVerbs are the verbs a write rule may name.

@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -250,7 +251,71 @@ func TestInterferenceSetsAnyValue(t *testing.T) {
 	}
 	s.World.Interference = []scenarios.Interference{{Every: scenarios.Duration(time.Second), Select: deployments, Delete: true,
 		Patch: &scenarios.PatchStep{Patch: map[string]any{}}}}
-	assert.ErrorContains(t, s.Validate(), "set, patch or delete, one of them")
+	assert.ErrorContains(t, s.Validate(), "set, patch, delete or create, one of them")
+}
+
+// An interfering actor creates an object of its own once its name is free
+// ("count" bounds what it made, not its tries), from "after" on.
+func TestInterferenceCreatesOnceTheNameIsFree(t *testing.T) {
+	base, err := scaler.Lookup("baseline")
+	require.NoError(t, err)
+	s := *base
+	configMap := func(label string) scenarios.Object {
+		return scenarios.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "taken", "labels": map[string]any{"by": label}}}
+	}
+	s.Objects = append(slices.Clone(s.Objects), scenarios.Objects{Manifest: configMap("first")})
+	s.World.Interference = []scenarios.Interference{
+		// "taken" exists from the start: it is deleted at 3 s, and made
+		// again by the second actor, which waits for the name from 2 s on.
+		{Every: scenarios.Duration(3 * time.Second), Count: 1, Select: scenarios.Selector{APIVersion: "v1", Kind: "ConfigMap", Name: "taken"}, Delete: true},
+		{After: scenarios.Duration(2 * time.Second), Every: scenarios.Duration(500 * time.Millisecond), Count: 1, Create: configMap("actor-{{n}}")},
+		// A name free from the start: made at its first tick after 5 s.
+		{After: scenarios.Duration(5 * time.Second), Every: scenarios.Duration(time.Second), Count: 1,
+			Create: scenarios.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "late"}}},
+	}
+	require.NoError(t, s.Validate())
+	synctest.Test(t, func(t *testing.T) {
+		res := scenarios.Run(t.Context(), &s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: scaler.For(&s)})
+		require.Empty(t, res.Error)
+		var created []reports.Entry
+		for _, e := range res.History.Log {
+			if strings.HasPrefix(e.What, "interference 1 created") {
+				created = append(created, e)
+			}
+		}
+		require.Len(t, created, 1, "one object made: %v", res.History.Log)
+		assert.Equal(t, "interference 1 created ConfigMap taken", created[0].What)
+		assert.Equal(t, 3500*time.Millisecond, created[0].At.Sub(res.History.Start).Round(100*time.Millisecond), "the first tick after the name came free")
+		i := slices.IndexFunc(res.History.Log, func(e reports.Entry) bool { return e.What == "interference 2 created ConfigMap late" })
+		require.GreaterOrEqual(t, i, 0, "%v", res.History.Log)
+		assert.Equal(t, 6*time.Second, res.History.Log[i].At.Sub(res.History.Start).Round(100*time.Millisecond), "after 5s, every 1s")
+		uids := map[string]string{}
+		for _, e := range res.History.Events {
+			if e.Name == "taken" && e.Type == "ADDED" {
+				uid, _, _ := unstructured.NestedString(e.Object, "metadata", "uid")
+				by, _, _ := unstructured.NestedString(e.Object, "metadata", "labels", "by")
+				uids[uid] = by
+			}
+		}
+		assert.ElementsMatch(t, []string{"first", "actor-0"}, slices.Collect(maps.Values(uids)), "the first, then the actor's own ({{n}} counts what it made)")
+	})
+
+	for _, tc := range []struct {
+		in   scenarios.Interference
+		want string
+	}{
+		{scenarios.Interference{Every: scenarios.Duration(time.Second), Create: scenarios.Object{"kind": "ConfigMap", "metadata": map[string]any{"name": "x"}}},
+			"world.interference[0].create: apiVersion and kind are required"},
+		{scenarios.Interference{Every: scenarios.Duration(time.Second), Create: scenarios.Object{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"generateName": "x-"}}}, "a name, with {{n}} where each action makes another"},
+		{scenarios.Interference{Every: scenarios.Duration(time.Second), Create: scenarios.Object{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "Not_A_Name{{n}}"}}}, `metadata.name "Not_A_Name0"`},
+		{scenarios.Interference{Every: scenarios.Duration(time.Second), After: scenarios.Duration(-time.Second), Delete: true,
+			Select: scenarios.Selector{APIVersion: "v1", Kind: "ConfigMap"}}, "world.interference[0].after: within"},
+	} {
+		s.World.Interference = []scenarios.Interference{tc.in}
+		assert.ErrorContains(t, s.Validate(), tc.want)
+	}
 }
 
 // labeller labels every ConfigMap seen=yes, through an informer, the way

@@ -40,6 +40,9 @@ type ExploreOptions struct {
 	// FirstFinding stops at the first point whose run differs: enough to
 	// know that something is found, in a fraction of the time.
 	FirstFinding bool
+	// Others are the Go values of the other controllers the scenario runs
+	// beside c (Scenario.Others), by name, in every run.
+	Others map[string]scenarios.Controller
 }
 
 // Explore explores s, a scenario without faults, with controller c on the
@@ -70,7 +73,7 @@ func Explore(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o Expl
 	var outcomes []explore.Outcome
 	failing := slices.ContainsFunc(refOutcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 || o.Error != "" })
 	if !failing {
-		outcomes = runPoints(t, plan, c, plan.Points, dir, o.FirstFinding)
+		outcomes = runPoints(t, plan, c, o.Others, plan.Points, dir, o.FirstFinding)
 	}
 	e := plan.Summarise(c.Name(), refOutcomes, outcomes, time.Since(began))
 	if err := e.Write(filepath.Join(dir, "exploration.json")); err != nil {
@@ -103,7 +106,7 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 	for runs := explore.References(s, seed, max(n, 2)); len(runs) > 0; runs = explore.MoreReferences(s, seed, n, refs, o.Masks) {
 		for _, ref := range runs {
 			t.Run(fmt.Sprintf("reference/seed-%d", ref.Seed), func(t *testing.T) {
-				res := exploreRun(t, ref.Scenario, c, ref.Seed, "")
+				res := exploreRun(t, ref.Scenario, c, o.Others, ref.Seed, "")
 				file, _ := reports.Write(dir, res)
 				refs = append(refs, res)
 				outcomes = append(outcomes, explore.RefOutcome(res, filepath.Base(file)))
@@ -123,7 +126,7 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 }
 
 // runPoints runs points of plan, one subtest each, and judges each run.
-func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points []explore.Point, dir string, first bool) []explore.Outcome {
+func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.Point, dir string, first bool) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Error(err)
@@ -142,7 +145,7 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points 
 				t.Error(err)
 				return
 			}
-			res := exploreRun(t, s, c, plan.Seed, fileReplay(current(t), root, s.Name, plan.Seed, file))
+			res := exploreRun(t, s, c, others, plan.Seed, fileReplay(current(t), root, s.Name, plan.Seed, file))
 			path, err := reports.Write(dir, res)
 			if err != nil {
 				t.Errorf("writing the result: %v", err)
@@ -156,11 +159,11 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, points 
 }
 
 // exploreRun runs s once on fake, keeping its end state.
-func exploreRun(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, seed uint64, replay string) *reports.Result {
+func exploreRun(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, others map[string]scenarios.Controller, seed uint64, replay string) *reports.Result {
 	inv := current(t)
 	limit, stop := scenarios.WallClockLimit(inv.RunTimeout)
 	defer stop()
-	opts := scenarios.Options{Seed: seed, Controller: c, Limit: limit, RunID: inv.RunID, Replay: replay, EndState: true}
+	opts := scenarios.Options{Seed: seed, Controller: c, Others: others, Limit: limit, RunID: inv.RunID, Replay: replay, EndState: true}
 	return RunFake(t, s, opts)
 }
 
@@ -231,7 +234,7 @@ func fileReplay(from invocation.Invocation, root, name string, seed uint64, file
 
 // exploreFlags runs the exploration the -converge.explore flags ask for,
 // on the scenario of list so named. It fails t on findings.
-func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
+func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, others map[string]scenarios.Controller) {
 	t.Helper()
 	var s *scenarios.Scenario
 	var names []string
@@ -265,7 +268,7 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		if err != nil {
 			t.Fatal(err)
 		}
-		outcomes := runPoints(t, plan, c, plan.Shard(i, n), dir, false)
+		outcomes := runPoints(t, plan, c, others, plan.Shard(i, n), dir, false)
 		b, err := json.Marshal(outcomes)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("outcomes-%d.json", i)), b, 0o644)
@@ -274,7 +277,7 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 			t.Fatal(err)
 		}
 	case inv.ExplorePlan != "":
-		plan, refs := explorePlanOf(t, s, c, ExploreOptions{}, dir)
+		plan, refs := explorePlanOf(t, s, c, ExploreOptions{Others: others}, dir)
 		if plan == nil {
 			return
 		}
@@ -289,7 +292,7 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 			t.Fatal(err)
 		}
 	default:
-		e := Explore(t, s, c, ExploreOptions{Dir: dir})
+		e := Explore(t, s, c, ExploreOptions{Dir: dir, Others: others})
 		if e == nil {
 			return
 		}

@@ -176,6 +176,20 @@ func TestPlanSkipsTheProfilesNamed(t *testing.T) {
 
 	_, _, _, err = plan(suite, Options{Faults: true, SkipProfiles: map[string]string{"conflict": "typo"}}, invocation.Default())
 	assert.ErrorContains(t, err, `SkipProfiles names "conflict", which is no fault profile`)
+
+	// A scenario can say it too, for itself alone.
+	suite = userSuite(t)
+	suite[0].SkipProfiles = map[string]string{"leader-failover": "one replica only"}
+	list, skips, _, err = plan(suite, Options{Faults: true}, invocation.Default())
+	require.NoError(t, err)
+	assert.NotContains(t, names(list, fake.Name), suite[0].Name+"-leader-failover")
+	assert.Contains(t, names(list, fake.Name), suite[1].Name+"-leader-failover")
+	require.Len(t, skips, 1)
+	assert.Equal(t, suite[0].Name+"-leader-failover", skips[0].name)
+	assert.EqualError(t, skips[0].why, "the scenario skips leader-failover: one replica only")
+	suite[0].SkipProfiles = map[string]string{"leader-failovers": "typo"}
+	_, _, _, err = plan(suite, Options{Faults: true}, invocation.Default())
+	assert.ErrorContains(t, err, `scenario `+suite[0].Name+`: skipProfiles names "leader-failovers", which is no fault profile`)
 }
 
 // The estimate counts only the runs -test.run selects: a replay of one

@@ -270,14 +270,29 @@ func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ [
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	isProfile := func(name string) bool {
+		return slices.ContainsFunc(profiles, func(p *scenarios.Scenario) bool { return p.Name == name })
+	}
 	for _, name := range slices.Sorted(maps.Keys(o.SkipProfiles)) {
-		if !slices.ContainsFunc(profiles, func(p *scenarios.Scenario) bool { return p.Name == name }) {
+		if !isProfile(name) {
 			return nil, nil, 0, fmt.Errorf("SkipProfiles names %q, which is no fault profile", name)
 		}
 	}
+	for _, s := range list {
+		for _, name := range slices.Sorted(maps.Keys(s.SkipProfiles)) {
+			if !isProfile(name) {
+				return nil, nil, 0, fmt.Errorf("scenario %s: skipProfiles names %q, which is no fault profile", s.Name, name)
+			}
+		}
+	}
 	err = underFaults(list, func(base, u *scenarios.Scenario) {
-		if why, ok := o.SkipProfiles[strings.TrimPrefix(u.Name, base.Name+"-")]; ok {
+		profile := strings.TrimPrefix(u.Name, base.Name+"-")
+		if why, ok := o.SkipProfiles[profile]; ok {
 			skips = append(skips, skipped{u.Name, errors.New(why)})
+			return
+		}
+		if why, ok := base.SkipProfiles[profile]; ok {
+			skips = append(skips, skipped{u.Name, fmt.Errorf("the scenario skips %s: %s", profile, why)})
 			return
 		}
 		if len(o.FaultBackends) > 0 {
@@ -386,11 +401,11 @@ func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		seen[s.Name] = true
 	}
 	if inv.Explore != "" {
-		exploreFlags(t, inv, list, controllerFor)
+		exploreFlags(t, inv, list, controllerFor, o.Others)
 		return
 	}
 	if inv.Shrink != "" {
-		shrinkFlag(t, inv, list, controllerFor)
+		shrinkFlag(t, inv, list, controllerFor, o.Others)
 		return
 	}
 	if inv.List {

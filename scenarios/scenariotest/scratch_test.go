@@ -56,7 +56,7 @@ func TestScratchModule(t *testing.T) {
 	}
 	assert.NotContains(t, out, "owners-conflicts/envtest", "the fault profiles run on fake unless asked for")
 	assert.Contains(t, out, "and 3 in real time", "the plan is told at the start")
-	assert.Contains(t, out, "-converge.full adds 20 more in real time")
+	assert.Contains(t, out, "-converge.full adds 22 more in real time")
 	var results []string
 	require.NoError(t, fs.WalkDir(os.DirFS(dir), "report", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(path, ".json") {
@@ -71,7 +71,7 @@ func TestScratchModule(t *testing.T) {
 	out, err = goTest("-timeout=40s", "-converge.full")
 	require.Error(t, err, "%s", tail(out, 30))
 	assert.Contains(t, out, "go test would kill the test before they end", tail(out, 30))
-	assert.Contains(t, out, "23 in real time")
+	assert.Contains(t, out, "25 in real time")
 	assert.NotContains(t, out, "test timed out", "it failed at the start, not at the kill")
 }
 

@@ -23,6 +23,9 @@ type ShrinkOptions struct {
 	// Dir receives the shrunk scenario and shrunk.json; empty means the
 	// result's folder.
 	Dir string
+	// Others are the Go values of the other controllers the scenario runs
+	// beside c, by name.
+	Others map[string]scenarios.Controller
 }
 
 // ShrinkOutcome is what Shrink leaves.
@@ -63,7 +66,7 @@ func Shrink(t *testing.T, r *reports.Result, c scenarios.Controller, o ShrinkOpt
 			seed := r.Seed + i
 			var res *reports.Result
 			t.Run(fmt.Sprintf("candidate-%d/seed-%d", n, seed), func(t *testing.T) {
-				res = RunFake(t, &cand, scenarios.Options{Seed: seed, Controller: c})
+				res = RunFake(t, &cand, scenarios.Options{Seed: seed, Controller: c, Others: o.Others})
 			})
 			runs++
 			if res == nil {
@@ -113,7 +116,7 @@ func shrunkName(name string) string {
 
 // shrinkFlag shrinks the result -converge.shrink names, with the
 // controller of the scenario of that name in list (or of the first).
-func shrinkFlag(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
+func shrinkFlag(t *testing.T, inv invocation.Invocation, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller, others map[string]scenarios.Controller) {
 	t.Helper()
 	r, err := reports.Read(inv.Shrink)
 	if err != nil {
@@ -136,7 +139,7 @@ func shrinkFlag(t *testing.T, inv invocation.Invocation, list []*scenarios.Scena
 	if dir == "" {
 		dir = filepath.Dir(inv.Shrink)
 	}
-	out, err := Shrink(t, r, controllerFor(s), ShrinkOptions{Dir: dir})
+	out, err := Shrink(t, r, controllerFor(s), ShrinkOptions{Dir: dir, Others: others})
 	if err != nil {
 		t.Fatalf("shrinking %s: %v", inv.Shrink, err)
 	}
