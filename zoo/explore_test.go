@@ -70,7 +70,8 @@ func exploredControllers(t *testing.T) []explored {
 		"webapp": {"stale-status": "webapp", "finalizer-early": "teardown", "no-owner": "webapp", "requeue-storm": "webapp",
 			"ignore-conflict": "webapp"},
 		"mirror": {"no-source-watch": "mirror", "orphan-targets": "mirror", "stale-status": "mirror", "tombstone-panic": "target-deleted",
-			"status-from-cache": "mirror"},
+			"status-from-cache": "mirror", "delete-by-name": "target-handed-over",
+			"kept-mirrors": "mirror-deleted", "tombstone-ignored": "target-deleted"},
 	}
 	missed := map[string]map[string]string{
 		"mirror": {"retry-no-backoff": "its retries are paced by the client's rate limit, not a spin, so only an error that " +
@@ -79,7 +80,7 @@ func exploredControllers(t *testing.T) []explored {
 	}
 	// The worlds of each example's scenarios, without their faults; not
 	// stubborn-target's, whose request budget is sized for its own fault.
-	worlds := map[string][]string{"webapp": {"webapp", "teardown"}, "mirror": {"mirror", "target-deleted"}}
+	worlds := map[string][]string{"webapp": {"webapp", "teardown"}, "mirror": {"mirror", "target-deleted", "target-handed-over", "mirror-deleted"}}
 	for _, ex := range examples(t) {
 		all, err := scenarios.LoadDir(ex.dir)
 		require.NoError(t, err)

@@ -30,6 +30,21 @@ const (
 	// returned, not on a copy: the informer's cache then holds a status
 	// the server may never accept, and every reader of it is misled.
 	BugStatusFromCache Bug = "status-from-cache"
+	// BugDeleteByName: a target the Mirror no longer lists is deleted by
+	// name, without the UID precondition: acting on a view older than the
+	// server's (a restart against a lagging replica), it deletes a
+	// ConfigMap that someone else has since created under that name.
+	BugDeleteByName Bug = "delete-by-name"
+	// BugKeptMirrors: sync reads the Mirror from a map its handlers fill,
+	// which nothing empties when a Mirror is deleted: once the Mirror is
+	// gone, its targets' deletions bring the old copy back, and the
+	// targets are created again, owned by a Mirror that no longer exists.
+	BugKeptMirrors Bug = "kept-mirrors"
+	// BugTombstoneIgnored: the ConfigMap delete handler handles only a
+	// *corev1.ConfigMap and drops a cache.DeletedFinalStateUnknown: a
+	// target deleted while the watch was down, which the informer learns
+	// of from its relist, is never recreated.
+	BugTombstoneIgnored Bug = "tombstone-ignored"
 )
 
 // BugInfo describes a Bug.
@@ -47,5 +62,8 @@ func Bugs() []BugInfo {
 		{BugRetryNoBackoff, "failed keys are re-added without rate limiting: a hot retry loop under errors"},
 		{BugTombstonePanic, "the ConfigMap delete handler panics on a DeletedFinalStateUnknown tombstone"},
 		{BugStatusFromCache, "the status is written on the Mirror the informer's cache holds instead of a copy"},
+		{BugTombstoneIgnored, "the ConfigMap delete handler drops a DeletedFinalStateUnknown: a target deleted while the watch was down is never recreated"},
+		{BugKeptMirrors, "sync reads Mirrors from a map of its own that no delete empties: after a Mirror's deletion it creates its targets again, for an owner that is gone"},
+		{BugDeleteByName, "removed targets are deleted by name, without a UID precondition: from a stale view it deletes a same-named ConfigMap someone else made since"},
 	}
 }

@@ -13,8 +13,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/examples/mirror"
@@ -27,12 +29,15 @@ type exposer func(t *testing.T, bug mirror.Bug) (symptom string)
 
 // exposers hold a scenario per bug; every bug must have one.
 var exposers = map[mirror.Bug]exposer{
-	mirror.BugNoSourceWatch:   exposeNoSourceWatch,
-	mirror.BugOrphanTargets:   exposeOrphanTargets,
-	mirror.BugStaleStatus:     exposeStaleStatus,
-	mirror.BugRetryNoBackoff:  exposeRetryNoBackoff,
-	mirror.BugTombstonePanic:  exposeTombstonePanic,
-	mirror.BugStatusFromCache: exposeStatusFromCache,
+	mirror.BugNoSourceWatch:    exposeNoSourceWatch,
+	mirror.BugOrphanTargets:    exposeOrphanTargets,
+	mirror.BugStaleStatus:      exposeStaleStatus,
+	mirror.BugRetryNoBackoff:   exposeRetryNoBackoff,
+	mirror.BugTombstonePanic:   exposeTombstonePanic,
+	mirror.BugStatusFromCache:  exposeStatusFromCache,
+	mirror.BugDeleteByName:     exposeDeleteByName,
+	mirror.BugKeptMirrors:      exposeKeptMirrors,
+	mirror.BugTombstoneIgnored: exposeTombstonePanic,
 }
 
 // TestEachBugIsExposed runs each bug's scenario twice: the correct
@@ -195,4 +200,62 @@ func exposeStatusFromCache(t *testing.T, bug mirror.Bug) string {
 		}
 	}
 	return ""
+}
+
+// exposeDeleteByName: someone replaces copy-b with a ConfigMap of their own
+// while the controller's cache lags (copy-b's watch events reach it 30 s
+// late), and the Mirror stops listing copy-b. Deleting what its cache
+// holds by name removes the replacement; with the UID precondition the
+// server refuses.
+func exposeDeleteByName(t *testing.T, bug mirror.Bug) string {
+	start := time.Now()
+	lag := chaos.Injection{Fault: chaos.WatchDelay(chaos.Target{Resource: "configmaps", Name: "copy-b"}, 30*time.Second), When: chaos.When{After: time.Minute}}
+	e, _ := synced(t, bug, lag)
+	require.Less(t, time.Since(start), time.Minute, "synced before the cache starts to lag")
+	time.Sleep(time.Until(start.Add(time.Minute))) // virtual time: the lag begins
+	require.NoError(t, e.kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), "copy-b", metav1.DeleteOptions{}))
+	theirs := e.createConfigMap("copy-b", green)
+	e.setTargets("m", "copy-a")
+	time.Sleep(time.Minute) // past the lag: every event has arrived and been acted on
+	switch cm := e.configMap("copy-b"); {
+	case cm == nil:
+		return "the copy-b someone else created after the Mirror stopped listing it was deleted"
+	case cm.UID != theirs.UID:
+		return fmt.Sprintf("copy-b is not the one someone else created (UID %s, not %s)", cm.UID, theirs.UID)
+	}
+	return ""
+}
+
+// exposeKeptMirrors: the Mirror is deleted, and the garbage collector
+// deletes its targets; a second later, no target may be created any more.
+// (In the instant of the deletion, a pass that read the Mirror before its
+// informer applied the deletion may create one: the collector removes it.)
+// Creations are read from a watch: the collector deletes each new target
+// at once, so a poll would see none.
+func exposeKeptMirrors(t *testing.T, bug mirror.Bug) string {
+	e, _ := synced(t, bug)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	list, err := e.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	w, err := e.kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	require.NoError(t, err)
+	defer w.Stop()
+	require.NoError(t, e.mirrors.ExamplesV1alpha1().Mirrors(ns).Delete(ctx, "m", metav1.DeleteOptions{}))
+	settled := time.Now().Add(time.Second)
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return ""
+			}
+			cm, isCM := ev.Object.(*corev1.ConfigMap)
+			if isCM && ev.Type == watch.Added && (cm.Name == "copy-a" || cm.Name == "copy-b") && time.Now().After(settled) {
+				return fmt.Sprintf("%s was created again %v after its Mirror was deleted", cm.Name, time.Since(settled.Add(-time.Second)))
+			}
+		case <-deadline:
+			return ""
+		}
+	}
 }

@@ -44,6 +44,9 @@ type Controller struct {
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 
+	// kept is BugKeptMirrors' own copy of each Mirror seen.
+	kept sync.Map
+
 	started    atomic.Bool
 	leading    atomic.Bool
 	inFlight   atomic.Int32

@@ -73,6 +73,9 @@ func mirrorOwner(cm *corev1.ConfigMap) *metav1.OwnerReference {
 
 func (c *Controller) enqueueMirror(obj any) {
 	if m, ok := obj.(*v1alpha1.Mirror); ok {
+		if c.cfg.Bug == BugKeptMirrors {
+			c.kept.Store(cache.MetaObjectToName(m), m) // the bug: no delete handler forgets it
+		}
 		c.queue.Add(cache.MetaObjectToName(m))
 	}
 }
@@ -101,6 +104,9 @@ func (c *Controller) deleteConfigMap(obj any) {
 		return
 	}
 	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok && c.cfg.Bug == BugTombstoneIgnored {
+		return // the bug: "a delete is a *ConfigMap"
+	}
 	if !ok {
 		// The informer learnt of the delete from a relist: the last state
 		// it knew is in the tombstone.

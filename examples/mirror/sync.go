@@ -36,6 +36,9 @@ var errCacheBehind = errors.New("the cache is behind the server")
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("mirror", key)
 	m, err := c.mirrorLister.Mirrors(key.Namespace).Get(key.Name)
+	if kept, ok := c.kept.Load(key); ok && c.cfg.Bug == BugKeptMirrors {
+		m, err = kept.(*v1alpha1.Mirror), nil // the bug: its own copy, which outlives the Mirror
+	}
 	if apierrors.IsNotFound(err) {
 		return nil // the garbage collector deletes its targets
 	}
@@ -168,9 +171,11 @@ func (c *Controller) deleteRemovedTargets(ctx context.Context, m *v1alpha1.Mirro
 		}
 		// The UID precondition spares a ConfigMap of the same name created
 		// since by someone else.
-		err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &cm.UID},
-		})
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}}
+		if c.cfg.Bug == BugDeleteByName {
+			opts = metav1.DeleteOptions{} // the bug: whatever holds the name now
+		}
+		err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, opts)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting removed target %s: %w", cm.Name, err))
 		}
