@@ -118,5 +118,9 @@
 //   - the Deployment/ReplicaSet controllers, scheduler and kubelet are
 //     played by the world simulator, not by the API;
 //   - a fake clientset forgets its action log every 4,096 requests, so a
-//     long run does not keep a copy of every request.
+//     long run does not keep a copy of every request;
+//   - a DELETE that removes the object at once answers with it at the
+//     deletion's resourceVersion (the one its DELETED event carries); a
+//     real API server answers with the object's last version, or with a
+//     Status (and the UID in its details) for kinds that do not return it.
 package fake

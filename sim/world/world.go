@@ -23,8 +23,16 @@
 // by a differential test (generated workloads: scaling, deletes with each
 // propagation policy, recreation under the same name, template changes,
 // pause and resume, pods deleted behind its back, orphans adopted), which
-// compares the settled state a controller can observe. Known differences,
-// each kept out of that comparison on purpose:
+// compares the settled state a controller can observe: each workload's end
+// against a model of what it implies, and, for the sample run on envtest,
+// the fake world's end against kube-controller-manager's directly. make
+// test runs 200 workloads on fake and 3 on envtest; make test-full 1,000
+// and 24 (TestWorldDifferentialFake, TestWorldDifferentialEnvtest). The
+// store's garbage collector and namespace deletion have a differential of
+// their own in package sim (owners and dependents, each propagation policy,
+// finalizers, the namespace's deletion): 1,000 sequences on fake and 3 on
+// envtest in make test, 5,000 and 24 in make test-full, each against its
+// model. Known differences, each kept out of that comparison on purpose:
 //   - no ReplicaSets on fake: pods are owned by their Deployment directly
 //     (the test follows a pod's owners to its Deployment on both sides), so
 //     no revision history, rollback or deployment.kubernetes.io/revision
