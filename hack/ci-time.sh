@@ -65,7 +65,8 @@ if [[ -n "$full" ]]; then
 	cmd=(bash -c 'export CI=true && make test-full')
 fi
 
-echo "ci-time: ${cmd[*]} in a fresh clone of $(git -C "$root" rev-parse --short HEAD) (${warm:-cold caches}); log in $out/log.txt"
+commit=$(git -C "$work/converge" rev-parse --short HEAD) # what was cloned, whatever lands meanwhile
+echo "ci-time: ${cmd[*]} in a fresh clone of $commit (${warm:-cold caches}); log in $out/log.txt"
 start=$(date +%s)
 # vmstat's CPU columns every 10 s: how busy the cores were, phase by phase.
 vmstat=""
@@ -82,7 +83,7 @@ end=$(date +%s)
 
 sed -n 's/^ *[0-9]* \({.*\)$/\1/p' "$out/log.txt" >"$out/test.json"
 {
-	echo "commit $(git -C "$root" rev-parse --short HEAD), $(date -u +%Y-%m-%d), $(nproc) cores, ${warm:-cold caches}${full:+, make test-full}"
+	echo "commit $commit, $(date -u +%Y-%m-%d), $(nproc) cores, ${warm:-cold caches}${full:+, make test-full}"
 	printf 'whole run: %dm%02ds, exit status %d\n' $(((end - start) / 60)) $(((end - start) % 60)) "$status"
 	# Phases: when each began, from the log's own lines.
 	first() { awk -v pat="$1" '$0 ~ pat {print $1; exit}' "$out/log.txt"; }
