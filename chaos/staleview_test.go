@@ -37,6 +37,15 @@ type door struct {
 	start   func(t *testing.T) (env *sim.Env, client func(inj *chaos.Injector) kubernetes.Interface)
 }
 
+// hold is how long a view fault holds on d: long in virtual time, short
+// where the clock is real.
+func (d door) hold() time.Duration {
+	if d.virtual {
+		return 30 * time.Second
+	}
+	return 3 * time.Second
+}
+
 func staleDoors() []door {
 	onFake := func(t *testing.T) (*sim.Env, *fake.Backend) {
 		b, err := fake.New(fake.Config{})
@@ -180,10 +189,7 @@ func TestTimeTravelServesARestartedInformerThePast(t *testing.T) {
 	for _, d := range staleDoors() {
 		t.Run(d.name, func(t *testing.T) {
 			onDoor(t, d, func(t *testing.T) {
-				hold := 30 * time.Second
-				if !d.virtual {
-					hold = 3 * time.Second
-				}
+				hold := d.hold()
 				run := &instances{plan: chaos.Plan{Injections: []chaos.Injection{{
 					Fault: chaos.TimeTravel(chaos.Target{Resource: "pods"}, 0, 1, 0, hold),
 					When:  chaos.When{Restarted: true},
@@ -215,10 +221,7 @@ func TestTimeTravelBeforeADeletionHoldsTheDeletedObject(t *testing.T) {
 	for _, d := range staleDoors() {
 		t.Run(d.name, func(t *testing.T) {
 			onDoor(t, d, func(t *testing.T) {
-				hold := 30 * time.Second
-				if !d.virtual {
-					hold = 3 * time.Second
-				}
+				hold := d.hold()
 				run := &instances{plan: chaos.Plan{Injections: []chaos.Injection{}}}
 				in, err := chaos.Spec{Fault: chaos.FaultTimeTravel, Target: chaos.Target{Resource: "pods"}, Deletions: 1, Hold: hold,
 					When: chaos.When{Restarted: true}}.Build()

@@ -66,15 +66,8 @@ type fieldState struct {
 
 func judgeWriteWar(j *judging) {
 	fields := map[fieldKey]*fieldState{}
-	w := NewSeen(j.h.Resources)
-	for _, q := range j.h.Requests {
-		if !SuccessfulWrite(q) || q.Body == nil || (q.Verb != "patch" && q.Verb != "update") {
-			continue
-		}
-		w.UpTo(j.h.Events, q.Seen)
-		resource, subresource, _ := strings.Cut(q.Resource, "/")
-		key := objectKey{resource, q.Namespace, q.Name}
-		for _, f := range writtenFields(w, q, key, subresource) {
+	eachFieldWrite(j.h, func(_ int, q reports.Request, key objectKey, wrote []written) {
+		for _, f := range wrote {
 			fk := fieldKey{key, f.path}
 			st := fields[fk]
 			if st == nil {
@@ -97,15 +90,32 @@ func judgeWriteWar(j *judging) {
 				st.undos = st.undos[1:]
 			}
 			if len(st.undos) >= warUndos {
-				subj := reports.Subject{Group: q.Body.Group, Resource: resource, Namespace: q.Namespace, Name: q.Name}
+				subj := reports.Subject{Group: q.Body.Group, Resource: key.resource, Namespace: q.Namespace, Name: q.Name}
 				pair := []string{q.Controller, undone}
 				slices.Sort(pair) // the controller under test ("") first
 				j.find(Finding(NoWriteWar, q.At, subj, &q, fmt.Sprintf("%s and %s undo each other's %s of %s/%s: %d undos within %v (%s)",
-					who(pair[0]), who(pair[1]), f.path, resource, q.Name, len(st.undos),
+					who(pair[0]), who(pair[1]), f.path, key.resource, q.Name, len(st.undos),
 					q.At.Sub(st.undos[0]).Round(time.Millisecond), strings.Join(st.trail, ", "))))
 				st.undos = nil
 			}
 		}
+	})
+}
+
+// eachFieldWrite calls f with each successful patch or update whose body
+// the history kept, in order (i its place in Requests), its object, and
+// the fields it wrote, read against the observer's copy of the object
+// when it was sent.
+func eachFieldWrite(h *reports.History, f func(i int, q reports.Request, key objectKey, fields []written)) {
+	w := NewSeen(h.Resources)
+	for i, q := range h.Requests {
+		if !SuccessfulWrite(q) || q.Body == nil || (q.Verb != "patch" && q.Verb != "update") {
+			continue
+		}
+		w.UpTo(h.Events, q.Seen)
+		resource, subresource, _ := strings.Cut(q.Resource, "/")
+		key := objectKey{resource, q.Namespace, q.Name}
+		f(i, q, key, writtenFields(w, q, key, subresource))
 	}
 }
 

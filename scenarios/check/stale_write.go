@@ -3,7 +3,6 @@ package check
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -110,22 +109,14 @@ func judgeStaleWrites(j *judging) {
 	// wrote is, per field of an object as one controller wrote it, the
 	// place in Requests of its last write of each value.
 	wrote := map[ownField]map[string]int{}
-	w := NewSeen(j.h.Resources)
-	for i, q := range j.h.Requests {
-		if !SuccessfulWrite(q) || q.Body == nil || (q.Verb != "patch" && q.Verb != "update") {
-			continue
-		}
-		w.UpTo(j.h.Events, q.Seen)
-		resource, subresource, _ := strings.Cut(q.Resource, "/")
-		key := objectKey{resource, q.Namespace, q.Name}
-		fields := writtenFields(w, q, key, subresource)
+	eachFieldWrite(j.h, func(i int, q reports.Request, key objectKey, fields []written) {
 		if q.UID != "" && len(fields) > 0 {
 			if v == nil {
 				v = indexViews(j.h)
 			}
 			if detail := staleWrite(v, q, fields, wrote); detail != "" {
-				subj := reports.Subject{Group: q.Body.Group, Resource: resource, Namespace: q.Namespace, Name: q.Name}
-				j.find(Finding(NoStaleWrite, q.At, subj, &q, fmt.Sprintf("instance %d%s wrote %s/%s: %s", q.Instance, of(q.Controller), resource, q.Name, detail)))
+				subj := reports.Subject{Group: q.Body.Group, Resource: key.resource, Namespace: q.Namespace, Name: q.Name}
+				j.find(Finding(NoStaleWrite, q.At, subj, &q, fmt.Sprintf("instance %d%s wrote %s/%s: %s", q.Instance, of(q.Controller), key.resource, q.Name, detail)))
 			}
 		}
 		for _, f := range fields {
@@ -135,7 +126,7 @@ func judgeStaleWrites(j *judging) {
 			}
 			wrote[k][f.value] = i
 		}
-	}
+	})
 }
 
 // staleWrite says how q set a field back to an older value over its
