@@ -151,7 +151,8 @@ func apply(state map[string]*dmodel, o op) {
 	switch o.Kind {
 	case opCreate:
 		// A new Deployment adopts the ReplicaSet an orphaning delete
-		// left (its selector matches), and so those pods.
+		// left (its selector matches), and so those pods (the driver
+		// deletes it only once it has).
 		*d = dmodel{exists: true, replicas: o.Replicas, gen: 1}
 	case opScale:
 		d.replicas, d.gen = o.Replicas, d.gen+1
@@ -298,6 +299,14 @@ func (d driver) step(ctx context.Context, o op) error {
 	case opScale:
 		return patch(fmt.Sprintf(`{"spec":{"replicas":%d}}`, o.Replicas))
 	case opDelete, opRecreate:
+		// Pods an orphaning delete left go with this Deployment only once
+		// its controller has adopted them; deleted first, it leaves them
+		// orphaned, on kube-controller-manager too. Wait for the adoption
+		// the model counts on, so the outcome does not hang on the
+		// controllers' speed.
+		if err := d.adopted(ctx, o.Name); err != nil {
+			return err
+		}
 		if o.Policy == metav1.DeletePropagationOrphan {
 			// Known difference: fake has no ReplicaSets, so pods an
 			// orphaning delete leaves are those that exist at that
@@ -394,6 +403,39 @@ func (d driver) settledAt(ctx context.Context, name string, rolled bool) error {
 			}
 		}
 		return ready == want && len(pods.Items) == int(want), nil
+	})
+}
+
+// adopted waits until no live pod labelled for the Deployment is an
+// orphan: each has a controller, or a ReplicaSet that has one. Pods whose
+// owner is gone are the garbage collector's, not orphans.
+func (d driver) adopted(ctx context.Context, name string) error {
+	return until(func() (bool, error) {
+		pods, err := d.c.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, err
+		}
+		rss, err := d.c.AppsV1().ReplicaSets(d.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			owner := metav1.GetControllerOf(&p)
+			if owner != nil && owner.Kind == "ReplicaSet" {
+				i := slices.IndexFunc(rss.Items, func(rs appsv1.ReplicaSet) bool { return rs.UID == owner.UID })
+				if i < 0 {
+					continue
+				}
+				owner = metav1.GetControllerOf(&rss.Items[i])
+			}
+			if owner == nil {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 }
 
