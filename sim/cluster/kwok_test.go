@@ -1,11 +1,17 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,43 +152,95 @@ func TestKwokCompaction(t *testing.T) {
 }
 
 // TestKwokStopLeavesNoProcess starts a cluster of its own and deletes it:
-// while it runs, its processes are found by its folder in their command
-// lines; after Stop none is left, and the folder is gone.
+// while it runs, its processes are found by its folder; when Stop returns
+// none is left, and the folder is gone.
 func TestKwokStopLeavesNoProcess(t *testing.T) {
 	simtest.RequireKwok(t) // the binaries are there
 	kc, err := kwok.Start(context.Background(), kwok.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = kc.Stop() })
-	running := processesUnder(t, kc.Workdir())
+	running := clusterProcesses(kc.Workdir())
 	assert.GreaterOrEqual(t, len(running), 5, "etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok: %v", running)
 
 	require.NoError(t, kc.Stop())
 	require.NoError(t, kc.Stop(), "a second Stop is harmless")
-	assert.Empty(t, processesUnder(t, kc.Workdir()))
+	assert.Empty(t, clusterProcesses(kc.Workdir()))
 	_, err = os.Stat(kc.Workdir())
-	assert.True(t, os.IsNotExist(err), "the cluster's folder is removed")
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the cluster's folder is removed")
 }
 
-// processesUnder lists the live processes whose command line names dir.
-func processesUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
+// helperEnv, set, makes TestHelperLeavesAKwokClusterRunning run.
+const helperEnv = "CONVERGE_TEST_KWOK_LEAVES_A_CLUSTER"
+
+// TestHelperLeavesAKwokClusterRunning is the child of
+// TestNoKwokProcessOutlivesItsTestBinary: it starts a cluster, restarts its
+// API server (a process converge starts itself, not kwokctl) and returns
+// without deleting the cluster.
+func TestHelperLeavesAKwokClusterRunning(t *testing.T) {
+	if os.Getenv(helperEnv) == "" {
+		t.Skip("helper of TestNoKwokProcessOutlivesItsTestBinary")
+	}
+	kc, err := kwok.Start(t.Context(), kwok.Options{})
 	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	require.NoError(t, kc.RestartAPIServer(t.Context()))
+	fmt.Printf("CLUSTER %s %d\n", kc.Workdir(), len(clusterProcesses(kc.Workdir())))
+}
+
+// TestNoKwokProcessOutlivesItsTestBinary runs a test binary whose test
+// leaves a cluster running and returns: once the binary has exited, no
+// process names the cluster's folder, and the folder is gone.
+func TestNoKwokProcessOutlivesItsTestBinary(t *testing.T) {
+	if _, _, err := kwok.Binaries(""); err != nil && !kwok.Required() {
+		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperLeavesAKwokClusterRunning$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m := regexp.MustCompile(`(?m)^CLUSTER (\S+) (\d+)$`).FindSubmatch(out)
+	require.NotNil(t, m, "the child printed its cluster's folder:\n%s", out)
+	dir := string(m[1])
+	t.Cleanup(func() { // after a failure
+		for _, p := range clusterProcesses(dir) {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+		_ = os.RemoveAll(dir)
+	})
+	n, err := strconv.Atoi(string(m[2]))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 5, "the child's cluster ran: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
+
+	var left []process
+	assert.Eventually(t, func() bool { left = clusterProcesses(dir); return len(left) == 0 },
+		2*time.Second, 20*time.Millisecond, "processes of the child's cluster left running")
+	assert.Empty(t, left)
+	_, err = os.Stat(dir)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the cluster's folder is removed")
+}
+
+// process is a process found by clusterProcesses.
+type process struct {
+	pid  int
+	name string
+}
+
+// clusterProcesses lists the processes, other than this one, whose command
+// line or environment (KWOK_WORKDIR) names the cluster folder dir.
+func clusterProcesses(dir string) []process {
+	var out []process
+	environs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range environs {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), dir) {
-			continue
+		environ, _ := os.ReadFile(p)
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		if bytes.Contains(cmdline, []byte(dir+"/")) || bytes.Contains(environ, []byte("KWOK_WORKDIR="+dir+"\x00")) {
+			out = append(out, process{pid, filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))})
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if i := strings.LastIndexByte(string(stat), ')'); err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
-			continue
-		}
-		out = append(out, strings.SplitN(string(cmdline), "\x00", 2)[0])
 	}
 	return out
 }

@@ -37,15 +37,21 @@
 //   - the Nodes of a run are untainted (sim.KwokNodes), so runs on one
 //     cluster go one at a time.
 //
-// Processes are detached from the test binary: Stop deletes them, and
-// Start deletes the clusters of test binaries that died without stopping
-// theirs.
+// Processes are detached from the test binary: Stop deletes them, StopAll
+// deletes those of every cluster the process has not stopped (simtest.Main
+// calls it as a test binary returns), and Start deletes the clusters of
+// processes that died without deleting theirs. A cluster's processes are
+// found by its folder, which each names in its command line or
+// environment. A process killed abruptly (SIGKILL, a panic) leaves its
+// clusters running until the next Start on the machine.
 package kwok
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -349,7 +355,9 @@ func (c *Cluster) restartAPIServer(ctx context.Context, down time.Duration) erro
 	defer log.Close()
 	cmd := exec.Command(comp.Binary, comp.Args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = comp.WorkDir, log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // detached, as kwokctl starts it
+	// Detached and marked with the cluster's folder, as kwokctl starts it.
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.workdir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("kwok: starting kube-apiserver: %w", err)
 	}
@@ -397,8 +405,8 @@ func (c *Cluster) Compact(ctx context.Context) error {
 	return err
 }
 
-// Stop deletes the cluster: every process it started, and its folder. It is
-// safe to call twice.
+// Stop deletes the cluster: every process it started, and its folder. When
+// it returns, none of them is running. It is safe to call twice.
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -406,11 +414,78 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	c.stopped = true
-	_, err := c.run(context.Background(), 2*time.Minute, "delete", "cluster")
-	if err == nil {
-		err = os.RemoveAll(c.workdir)
+	_, err := c.run(context.Background(), 2*time.Minute, "delete", "cluster", "--kubeconfig", c.Kubeconfig())
+	return errors.Join(err, remove(context.Background(), c.workdir))
+}
+
+// StopAll deletes every cluster this process started and has not deleted
+// (a Stop that never ran: a test that forgot it, a run that ended on an
+// error), found by their folders. Call it as the process ends;
+// simtest.Main does.
+func StopAll() error {
+	entries, err := os.ReadDir(root())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("kwok: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), strconv.Itoa(os.Getpid())+"-") {
+			errs = append(errs, remove(context.Background(), filepath.Join(root(), e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// remove kills what is left of the cluster in workdir and removes the
+// folder. kwokctl's delete kills only the processes its pid files name, and
+// does not wait for them to exit; a process started while a create was
+// cancelled has no pid file yet, and a cluster whose Stop never ran has not
+// been deleted at all. Every process of a cluster names its folder, in its
+// command line (certificates, kubeconfigs, data) or its environment
+// (KWOK_WORKDIR, from kwokctl; restartAPIServer sets it too), which a pid
+// file reused by another process would not.
+func remove(ctx context.Context, workdir string) error {
+	pids := processesOf(workdir)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL) // kwokctl's delete kills them so too
+	}
+	var left []string
+	for _, pid := range pids {
+		if !proc.Gone(ctx, pid, 10*time.Second) {
+			left = append(left, strconv.Itoa(pid))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("kwok: processes %s of the cluster in %s still running after SIGKILL", strings.Join(left, ", "), workdir)
+	}
+	if err := os.RemoveAll(workdir); err != nil {
+		return fmt.Errorf("kwok: %w", err)
+	}
+	return nil
+}
+
+// processesOf lists the processes other than this one whose command line
+// or environment names workdir.
+func processesOf(workdir string) []int {
+	inArgs := []byte(workdir + "/")
+	inEnv := []byte("\x00KWOK_WORKDIR=" + workdir + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if bytes.Contains(cmdline, inArgs) || bytes.Contains(append([]byte{0}, environ...), inEnv) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // run runs kwokctl on this cluster and returns its output.
@@ -484,9 +559,8 @@ func reapOrphans(ctx context.Context, kwokctl string) {
 		}
 		c := &Cluster{name: "converge-" + e.Name(), kwokctl: kwokctl, workdir: filepath.Join(root(), e.Name())}
 		c.env = append(os.Environ(), "KWOK_WORKDIR="+c.workdir)
-		if _, err := c.run(ctx, time.Minute, "delete", "cluster"); err == nil {
-			_ = os.RemoveAll(c.workdir)
-		}
+		_, _ = c.run(ctx, time.Minute, "delete", "cluster", "--kubeconfig", c.Kubeconfig())
+		_ = remove(ctx, c.workdir)
 	}
 }
 

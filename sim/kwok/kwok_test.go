@@ -3,6 +3,7 @@ package kwok
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -157,4 +158,38 @@ func TestControllersOutliveAnAPIServerOutage(t *testing.T) {
 		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=after-outage"})
 		return err == nil && len(pods.Items) == 2
 	}, time.Minute, 100*time.Millisecond, "kube-controller-manager created the pods after the outage")
+}
+
+// TestStopAllKillsWhatNamesTheFolder: the processes of a cluster this
+// process started and never stopped, found by the folder in their command
+// line or their KWOK_WORKDIR, are gone when StopAll returns, and so is the
+// folder; another process's cluster is left alone.
+func TestStopAllKillsWhatNamesTheFolder(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // root()
+	mine := filepath.Join(root(), strconv.Itoa(os.Getpid())+"-1")
+	other := filepath.Join(root(), strconv.Itoa(os.Getpid())+"1-1") // another pid's, its name a prefix of ours
+	for _, dir := range []string{mine, other} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "clusters"), 0o700))
+	}
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	inFolder := filepath.Join(mine, "clusters", "sleep") // a command line naming the folder
+	require.NoError(t, os.Symlink(sleep, inFolder))
+	start := func(bin, env string) *exec.Cmd {
+		cmd := exec.Command(bin, "60")
+		cmd.Env = append(os.Environ(), env)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	byArgs := start(inFolder, "")
+	byEnv := start(sleep, "KWOK_WORKDIR="+mine)
+	others := start(sleep, "KWOK_WORKDIR="+other)
+	require.ElementsMatch(t, []int{byArgs.Process.Pid, byEnv.Process.Pid}, processesOf(mine))
+
+	require.NoError(t, StopAll())
+	assert.Empty(t, processesOf(mine))
+	assert.NoDirExists(t, mine)
+	assert.Equal(t, []int{others.Process.Pid}, processesOf(other))
+	assert.DirExists(t, other)
 }

@@ -36,12 +36,13 @@ func BuildAsThisBinary() {
 }
 
 // Main runs a test binary's tests and stops the shared control planes after
-// them: call it from TestMain as os.Exit(simtest.Main(m)). The go commands
-// the tests start build as this binary was built (BuildAsThisBinary).
+// them, and any kwokctl cluster a test left running: call it from TestMain
+// as os.Exit(simtest.Main(m)). The go commands the tests start build as
+// this binary was built (BuildAsThisBinary).
 func Main(m *testing.M) int {
 	BuildAsThisBinary()
 	code := m.Run()
-	if err := errors.Join(envtest.StopShared(), stopKwok(), cluster.StopShared()); err != nil {
+	if err := errors.Join(envtest.StopShared(), stopKwok(), cluster.StopShared(), kwok.StopAll()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if code == 0 {
 			code = 1
