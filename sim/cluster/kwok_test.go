@@ -39,6 +39,7 @@ import (
 func kwokRun(t *testing.T, prefix string) (*kwok.Cluster, *sim.Env) {
 	t.Helper()
 	kc := simtest.RequireKwok(t)
+	keepLogs(t, kc)
 	b, err := cluster.New(cluster.Config{Kubeconfig: kc.Kubeconfig(), NamespacePrefix: prefix, ControlPlane: kc, Kwok: true})
 	require.NoError(t, err)
 	env, err := b.Start(context.Background())
@@ -159,6 +160,7 @@ func TestKwokStopLeavesNoProcess(t *testing.T) {
 	kc, err := kwok.Start(context.Background(), kwok.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = kc.Stop() })
+	keepLogs(t, kc)
 	running := clusterProcesses(kc.Workdir())
 	assert.GreaterOrEqual(t, len(running), 5, "etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok: %v", running)
 
@@ -243,4 +245,21 @@ func clusterProcesses(dir string) []process {
 		}
 	}
 	return out
+}
+
+// keepLogs keeps the cluster's component logs in the test's artifacts
+// (go test -artifacts -outputdir DIR) when the test fails, and shows the
+// end of each. Call it after registering the cluster's Stop.
+func keepLogs(t *testing.T, kc *kwok.Cluster) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, err := kc.KeepLogs(t.ArtifactDir())
+		if err != nil {
+			t.Logf("keeping the kwok cluster's logs: %v", err)
+			logs = kc.Logs()
+		}
+		t.Logf("the kwok cluster's logs end:\n%s", kwok.LogTail(logs, 20))
+	})
 }

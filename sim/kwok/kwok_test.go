@@ -120,6 +120,16 @@ func TestControllersOutliveAnAPIServerOutage(t *testing.T) {
 	c, err := Start(ctx, Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+	t.Cleanup(func() { // before Stop deletes them
+		if t.Failed() {
+			logs, err := c.KeepLogs(t.ArtifactDir()) // kept with go test -artifacts
+			if err != nil {
+				t.Logf("keeping the cluster's logs: %v", err)
+				logs = c.Logs()
+			}
+			t.Logf("the cluster's logs end:\n%s", LogTail(logs, 20))
+		}
+	})
 
 	pids := filepath.Join(c.Workdir(), "clusters", c.Name(), "pids")
 	alive := func(name string) bool {
@@ -132,10 +142,7 @@ func TestControllersOutliveAnAPIServerOutage(t *testing.T) {
 		return err == nil && i >= 0 && len(stat) > i+2 && stat[i+2] != 'Z'
 	}
 	require.NoError(t, c.restartAPIServer(ctx, 15*time.Second))
-	if !assert.True(t, alive("kube-controller-manager"), "kube-controller-manager outlived the outage") {
-		log, _ := os.ReadFile(filepath.Join(c.Workdir(), "clusters", c.Name(), "logs", "kube-controller-manager.log"))
-		t.Logf("its log ends:\n%s", tail(log, 3000))
-	}
+	assert.True(t, alive("kube-controller-manager"), "kube-controller-manager outlived the outage")
 	assert.True(t, alive("kube-scheduler"), "kube-scheduler outlived the outage")
 
 	client, err := kubernetes.NewForConfig(c.Config())
@@ -192,4 +199,33 @@ func TestStopAllKillsWhatNamesTheFolder(t *testing.T) {
 	assert.NoDirExists(t, mine)
 	assert.Equal(t, []int{others.Process.Pid}, processesOf(other))
 	assert.DirExists(t, other)
+}
+
+func TestLogTail(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cluster{name: "c", workdir: dir}
+	logs := filepath.Join(dir, "clusters", "c", "logs")
+	require.NoError(t, os.MkdirAll(logs, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(logs, "etcd.log"), []byte("1\n2\n3\n4"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(logs, "kube-apiserver.log"), nil, 0o600))
+	// Longer than what is read of a log: the line cut by the read is left out.
+	big := strings.Repeat("x", 300<<10) + "\nlast\n"
+	require.NoError(t, os.WriteFile(filepath.Join(logs, "kwok.log"), []byte(big), 0o600))
+
+	got := c.Logs()
+	require.Equal(t, []ComponentLog{
+		{"etcd", filepath.Join(logs, "etcd.log")},
+		{"kube-apiserver", filepath.Join(logs, "kube-apiserver.log")},
+		{"kwok", filepath.Join(logs, "kwok.log")},
+	}, got)
+	kept, err := c.KeepLogs(filepath.Join(dir, "kept"))
+	require.NoError(t, err)
+	require.Len(t, kept, 3)
+	assert.Equal(t, filepath.Join(dir, "kept", "etcd.log"), kept[0].Path)
+	assert.FileExists(t, kept[2].Path)
+
+	assert.Equal(t, "--- etcd, the last 2 lines of "+kept[0].Path+":\n3\n4\n"+
+		"--- kube-apiserver, the last 2 lines of "+kept[1].Path+":\n"+
+		"--- kwok, the last 2 lines of "+kept[2].Path+":\nlast\n", LogTail(kept, 2))
+	assert.Contains(t, LogTail(got[:1], 10), ":\n1\n2\n3\n4\n", "fewer lines than asked: all of them")
 }
