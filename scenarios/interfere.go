@@ -20,33 +20,34 @@ import (
 )
 
 // every calls act(n) every period from after (from the start of the
-// run) until until (from the start), until count of its calls have counted (zero: no
-// bound; act says whether its call counts) or the end of ctx, in its own
-// goroutine. n counts the calls that counted before.
+// run) until until (from the start), until count of its calls have counted
+// (zero: no bound; act says whether its call counts) or the end of ctx, in
+// its own goroutine. n counts the calls that counted before. The calls
+// keep to the grid start + after + k*period, however long the run's setup
+// took (that varies with goroutine order); a tick already past when the
+// actor is ready is skipped, as a Ticker drops what it cannot deliver.
 func (r *run) every(ctx context.Context, period, after, until Duration, count int, act func(n int) bool) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		end := r.start.Add(time.Duration(until))
-		if after > 0 {
-			wait := time.NewTimer(time.Until(r.start.Add(time.Duration(after))))
+		p := time.Duration(period)
+		next := r.start.Add(time.Duration(after) + p)
+		wait := time.NewTimer(0)
+		wait.Stop() // armed at each tick below
+		defer wait.Stop()
+		for n := 0; count == 0 || n < count; next = next.Add(p) {
+			if late := time.Since(next); late > 0 {
+				next = next.Add((late + p - 1) / p * p)
+			}
+			if next.After(end) {
+				return
+			}
+			wait.Reset(time.Until(next))
 			select {
 			case <-ctx.Done():
-				wait.Stop()
 				return
 			case <-wait.C:
-			}
-		}
-		tick := time.NewTicker(time.Duration(period))
-		defer tick.Stop()
-		for n := 0; count == 0 || n < count; {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				if now.After(end) {
-					return
-				}
 			}
 			r.checkLimit()
 			if act(n) {

@@ -285,7 +285,15 @@ func TestInterferenceCreatesOnceTheNameIsFree(t *testing.T) {
 		}
 		require.Len(t, created, 1, "one object made: %v", res.History.Log)
 		assert.Equal(t, "interference 1 created ConfigMap taken", created[0].What)
-		assert.Equal(t, 3500*time.Millisecond, created[0].At.Sub(res.History.Start).Round(100*time.Millisecond), "the first tick after the name came free")
+		d := slices.IndexFunc(res.History.Log, func(e reports.Entry) bool { return e.What == "interference 0 deleted ConfigMap taken" })
+		require.GreaterOrEqual(t, d, 0, "%v", res.History.Log)
+		freed := res.History.Log[d].At
+		assert.Equal(t, 3*time.Second, freed.Sub(res.History.Start).Round(100*time.Millisecond), "every 3s from the start, however long the setup took")
+		// The delete and a tick of the creator fall on one instant (3 s):
+		// which goes first is goroutine order, so the create comes at that
+		// tick or the next one, never before the delete nor a period after.
+		assert.False(t, created[0].At.Before(freed), "created at %v, while the name was taken until %v", created[0].At, freed)
+		assert.LessOrEqual(t, created[0].At.Sub(freed), 500*time.Millisecond, "the first tick at or after the name came free")
 		i := slices.IndexFunc(res.History.Log, func(e reports.Entry) bool { return e.What == "interference 2 created ConfigMap late" })
 		require.GreaterOrEqual(t, i, 0, "%v", res.History.Log)
 		assert.Equal(t, 6*time.Second, res.History.Log[i].At.Sub(res.History.Start).Round(100*time.Millisecond), "after 5s, every 1s")
