@@ -25,7 +25,8 @@ import (
 //     window) fired on the same matches of each request: if both runs made
 //     the k-th PATCH of web-1, both or neither were answered with a 409;
 //   - a fault bounded by count or nth fired as many times in both;
-//   - a window opened at the same virtual instant.
+//   - a window opened at the same virtual instant after the first start of
+//     the controller the fault is in (its injector's clock starts there).
 //
 // A second seed must move the per-request decisions, or the first check
 // could not fail.
@@ -69,9 +70,12 @@ type firing struct {
 	match   int
 }
 
+// faultLog holds a run's firings and, by controller, when its first
+// instance started: its injectors measure windows from there, and how long
+// the run's setup took before it varies with goroutine order.
 type faultLog struct {
 	firings []chaos.Firing
-	started time.Time
+	started map[string]time.Time
 }
 
 func (l faultLog) of(t *testing.T, spec chaos.Spec) []firing {
@@ -80,7 +84,7 @@ func (l faultLog) of(t *testing.T, spec chaos.Spec) []firing {
 	var out []firing
 	for _, f := range l.firings {
 		if f.Fault == spec.Fault && f.Target.Equal(in.Fault.Target()) {
-			out = append(out, firing{f.At.Sub(l.started), f.Request, f.Match})
+			out = append(out, firing{f.At.Sub(l.started[f.Controller]), f.Request, f.Match})
 		}
 	}
 	return out
@@ -92,7 +96,13 @@ func runFaults(t *testing.T, s *scenarios.Scenario, seed uint64) faultLog {
 		res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: seed, Controller: scaler.For(s)})
 	})
 	require.Empty(t, res.Error)
-	return faultLog{res.History.Faults, res.Started}
+	started := map[string]time.Time{}
+	for _, l := range res.History.Lives {
+		if at, ok := started[l.Controller]; !ok || l.Started.Before(at) {
+			started[l.Controller] = l.Started
+		}
+	}
+	return faultLog{res.History.Faults, started}
 }
 
 // compare checks that, for each request, the matches both runs reached
