@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/converge-lab/converge/internal/spawn"
 )
 
 // ProcessConfig is a controller binary to run, typically with a kubeconfig
@@ -75,8 +77,8 @@ func (e Exit) String() string {
 	return b.String()
 }
 
-// StartProcess starts the binary. It dies with the harness (Pdeathsig), in
-// its own process group.
+// StartProcess starts the binary. It dies with the harness (Pdeathsig), and
+// only then, in its own process group.
 func StartProcess(cfg ProcessConfig) (*Process, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("chaos: process: no binary")
@@ -91,7 +93,9 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	cmd.Stdout, cmd.Stderr = cfg.Stdout, cfg.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// From the spawner's thread: the death signal follows the harness's
+	// process, not the thread of the goroutine that asked (package spawn).
+	if err := spawn.Start(cmd); err != nil {
 		return nil, fmt.Errorf("chaos: starting %s: %w", cfg.Path, err)
 	}
 	p := &Process{cfg: cfg, cmd: cmd, name: strings.Join(append([]string{cfg.Path}, cfg.Args...), " "), done: make(chan struct{})}

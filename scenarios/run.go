@@ -367,6 +367,9 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}()
 	r.env = env
+	if sup, ok := env.ControlPlane.(sim.Supervised); ok {
+		defer r.supervise(ctx, sup)()
+	}
 	for i, in := range plan {
 		if err := in.Fault.Available(r.layer(r.faultController(i))); err != nil {
 			return fmt.Errorf("fault %s cannot run on %s: %w", in.Fault.Name(), r.opts.Backend, err)
@@ -459,7 +462,9 @@ func (r *run) run(ctx context.Context) error {
 
 	r.watchGoal(ctx)
 	shutdown()
-	r.verdict()
+	if r.failed.Load() == nil {
+		r.verdict()
+	}
 	return nil
 }
 

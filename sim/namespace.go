@@ -36,7 +36,17 @@ func CreateRunNamespace(ctx context.Context, c kubernetes.Interface, prefix stri
 // kubelet, and the world has stopped), are deleted at once. A namespace
 // still there after within is an error.
 func DeleteRunNamespace(c kubernetes.Interface, name string, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), max(within, 30*time.Second))
+	return DeleteRunNamespaceContext(context.Background(), c, name, within)
+}
+
+// DeleteRunNamespaceContext is DeleteRunNamespace that gives up when ctx
+// ends, with its cause: a backend whose control plane can no longer delete
+// a namespace (its controller manager is gone) ends the wait at once.
+func DeleteRunNamespaceContext(parent context.Context, c kubernetes.Interface, name string, within time.Duration) error {
+	if cause := context.Cause(parent); cause != nil {
+		return fmt.Errorf("namespace %s not deleted: %w", name, cause)
+	}
+	ctx, cancel := context.WithTimeout(parent, max(within, 30*time.Second))
 	defer cancel()
 	err := c.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
@@ -57,6 +67,9 @@ func DeleteRunNamespace(c kubernetes.Interface, name string, within time.Duratio
 		return false, nil
 	})
 	if err != nil {
+		if cause := context.Cause(parent); cause != nil {
+			return fmt.Errorf("namespace %s not deleted: %w", name, cause)
+		}
 		return fmt.Errorf("namespace %s still there after %s%s", name, within, namespaceConditions(c, name))
 	}
 	return nil

@@ -83,6 +83,13 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	if b.ns != "" {
 		return nil, errors.New("envtest backend: already started")
 	}
+	// A plane whose component is being started again is waited for; one
+	// that could not be fails the run at once.
+	ready, cancel := context.WithTimeout(ctx, 2*restartAttempts*restartReady)
+	defer cancel()
+	if err := b.cp.WaitReady(ready); err != nil {
+		return nil, fmt.Errorf("envtest backend: %w", err)
+	}
 	observer, err := kubernetes.NewForConfig(b.cp.AdminConfig())
 	if err != nil {
 		return nil, err
@@ -130,19 +137,19 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 
 // Stop deletes the run's namespace and waits, up to two minutes, until it
 // is gone, so that the next run starts on controllers that are not still
-// busy with this one (see sim.DeleteRunNamespace).
+// busy with this one (see sim.DeleteRunNamespace); at once, with the
+// plane's error, when the plane breaks meanwhile. A failure says what the
+// components' logs last said.
 func (b *Backend) Stop() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ns == "" {
 		return nil
 	}
-	err := sim.DeleteRunNamespace(b.observer, b.ns, 2*time.Minute)
+	err := sim.DeleteRunNamespaceContext(b.cp.healthy, b.observer, b.ns, 2*time.Minute)
 	b.ns = ""
-	if err != nil {
-		if exited, _ := b.cp.ControllerManagerExited(); exited {
-			err = fmt.Errorf("%w; kube-controller-manager has exited", err)
-		}
+	if err != nil && b.cp.Err() == nil {
+		err = fmt.Errorf("%w\nthe control plane's logs end with:\n%s", err, b.cp.LogTails(tailLines))
 	}
 	return err
 }
@@ -174,6 +181,19 @@ func SharedWith(ctx context.Context, opts Options) (*ControlPlane, error) {
 	sharedMu.Unlock()
 	p.once.Do(func() { p.cp, p.err = StartControlPlaneWith(ctx, opts) })
 	return p.cp, p.err
+}
+
+// SharedPlanes are the shared control planes started so far.
+func SharedPlanes() []*ControlPlane {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	var out []*ControlPlane
+	for _, p := range shared {
+		if p.cp != nil {
+			out = append(out, p.cp)
+		}
+	}
+	return out
 }
 
 // StopShared stops the shared control planes (see simtest.Main, which

@@ -13,29 +13,74 @@
 // $KUBEBUILDER_ASSETS or DefaultAssetsDir. Every process dies with the test
 // binary, even on a panic, a timeout or SIGKILL: the API server and etcd run
 // under setpriv --pdeathsig, the controller manager with Pdeathsig in its own
-// process group. RestartAPIServer stops kube-apiserver and starts it again
-// on the same port, certificates and etcd; CompactEtcd compacts etcd's
-// history. The API server's watch cache answers recent resourceVersions
-// after a compaction, as on a real cluster; a control plane started with
-// Options.NoWatchCache lets etcd's 410 reach clients. The binaries are
-// Linux-tested only.
+// process group, all forked from one thread that lives as long as the
+// process (package spawn: a parent-death signal follows the thread that
+// forked, and a controller under test may end threads). RestartAPIServer
+// stops kube-apiserver and starts it again on the same port, certificates
+// and etcd; CompactEtcd compacts etcd's history. Both act on a ready plane
+// (WaitReady), and RestartAPIServer returns once it is ready again. The API
+// server's watch cache answers recent resourceVersions after a compaction,
+// as on a real cluster; a control plane started with Options.NoWatchCache
+// lets etcd's 410 reach clients. The binaries are Linux-tested only.
+//
+// # Supervision
+//
+// The plane watches its three processes. One that exits when nothing asked
+// it to is an outage (sim.Outage: how it ended, its log's last lines, the
+// path of the whole): it is started again with the same command line, its
+// log appended to, and the plane is ready again once the API server answers
+// and kube-controller-manager is seen running its controllers (a probe: a
+// Deployment gets its ReplicaSet, a namespace's deletion completes). A run
+// during which one was down gets no verdict (scenarios' harness error); the
+// next run's history says how it ended. A component that cannot be started
+// again (three tries) breaks the plane: every run on it then fails at once,
+// naming it and quoting its log, and a namespace's deletion stops waiting.
+// A plane with an outage keeps its folder and logs when it stops.
+//
+// What killed kube-controller-manager, silently, in the middle of a test
+// binary's tests on a fresh, loaded machine: no message in its log, so a
+// SIGKILL, not an exit of its own (a failed start check logs "Error
+// building controller context" and exits 1). Of the candidates, a thread
+// ending under it (Pdeathsig) cannot happen in this repository's test
+// binaries, none of whose packages ends a locked thread (only the runtime's
+// signal thread is locked, for ever), though a user's controller may, hence
+// the spawner. What can: kwokctl's delete SIGKILLs whatever pid each of a
+// cluster's pid files names, unchecked, and a pid file outlives a
+// component that exited, as it does a test binary killed with its
+// cluster's folder left in /tmp (the next kwok.Start deletes such clusters).
+// These machines have pid_max 32768 and a cold build forks compilers by the
+// thousand, so pids wrap within minutes and a stale pid file names another
+// process: here another test binary's kube-controller-manager. sim/kwok now
+// prunes pid files that name a process not of the cluster before kwokctl
+// deletes it (TestStopSparesWhatAStalePIDFileNames fails without that), and
+// whatever else still kills a component is an outage the supervisor
+// restarts and names.
 package envtest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/converge-lab/converge/config"
-	"github.com/converge-lab/converge/sim/internal/proc"
+	"github.com/converge-lab/converge/internal/spawn"
+	"github.com/converge-lab/converge/sim"
 )
 
 // ScalerUser is the identity the controller under test has: the scaler's
@@ -45,7 +90,6 @@ const ScalerUser = config.ScalerUser
 // ControlPlane is a running kube-apiserver, etcd and kube-controller-manager.
 type ControlPlane struct {
 	env *crenvtest.Environment
-	kcm *process
 	dir string
 
 	admin  *rest.Config
@@ -56,12 +100,31 @@ type ControlPlane struct {
 	// Timings of the start, for benchmarks and logs.
 	BootTime time.Duration
 
-	mu        sync.Mutex
-	apiserver *process // the kube-apiserver started by RestartAPIServer, if any
+	// The supervised processes.
+	etcd, apiserver, kcm *component
+
+	// restartMu: one restart at a time, asked for (RestartAPIServer) or
+	// not (an outage's recovery).
+	restartMu sync.Mutex
+
+	// smu guards the plane's state below.
+	smu      sync.Mutex
+	outages  []sim.Outage
+	down     int  // components down now
+	ready    bool // see WaitReady
+	err      error
+	changed  chan struct{} // closed and replaced at every change
+	stopping bool
+	// healthy ends, with the plane's error as its cause, when the plane
+	// breaks: waits on its controllers (a namespace's deletion) end then.
+	healthy context.Context
+	broken  context.CancelCauseFunc
 
 	stopOnce sync.Once
 	stopErr  error
 }
+
+var _ sim.Supervised = (*ControlPlane)(nil)
 
 // Options change how a control plane starts. The zero value is a control
 // plane like a real cluster's.
@@ -79,7 +142,8 @@ func StartControlPlane(ctx context.Context) (cp *ControlPlane, err error) {
 	return StartControlPlaneWith(ctx, Options{})
 }
 
-// StartControlPlaneWith is StartControlPlane with options.
+// StartControlPlaneWith is StartControlPlane with options. It returns once
+// kube-controller-manager runs its controllers (see WaitReady).
 func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	began := time.Now()
 	assets, err := FindAssets()
@@ -90,12 +154,17 @@ func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane,
 	if err != nil {
 		return nil, err
 	}
-	cp = &ControlPlane{dir: dir}
+	cp = &ControlPlane{dir: dir, opts: opts, changed: make(chan struct{})}
+	cp.healthy, cp.broken = context.WithCancelCause(context.Background())
 	defer func() {
 		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, cp.LogTails(tailLines))
 			_ = cp.Stop()
 		}
 	}()
+	cp.etcd = &component{cp: cp, name: "etcd", log: filepath.Join(dir, "etcd.log"), ready: cp.etcdHealthy}
+	cp.apiserver = &component{cp: cp, name: "kube-apiserver", log: filepath.Join(dir, "kube-apiserver.log"), ready: cp.apiserverReady}
+	cp.kcm = &component{cp: cp, name: "kube-controller-manager", log: filepath.Join(dir, "kube-controller-manager.log"), ready: cp.probe}
 
 	apiserver, err := deathWrapper(dir, filepath.Join(assets, "kube-apiserver"))
 	if err != nil {
@@ -105,19 +174,33 @@ func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane,
 	if err != nil {
 		return nil, err
 	}
+	etcdLog, err := os.Create(cp.etcd.log)
+	if err != nil {
+		return nil, err
+	}
+	defer etcdLog.Close()
+	apiserverLog, err := os.Create(cp.apiserver.log)
+	if err != nil {
+		return nil, err
+	}
+	defer apiserverLog.Close()
 	cp.env = &crenvtest.Environment{
 		BinaryAssetsDirectory: assets,
 		ControlPlane: crenvtest.ControlPlane{
-			APIServer: &crenvtest.APIServer{Path: apiserver},
-			Etcd:      &crenvtest.Etcd{Path: etcd},
+			APIServer: &crenvtest.APIServer{Path: apiserver, Out: apiserverLog, Err: apiserverLog},
+			Etcd:      &crenvtest.Etcd{Path: etcd, Out: etcdLog, Err: etcdLog},
 		},
 	}
 	if opts.NoWatchCache {
 		cp.env.ControlPlane.APIServer.Configure().Set("watch-cache", "false")
 	}
-	cp.opts = opts
-	if cp.admin, err = cp.env.Start(); err != nil {
+	// envtest forks from the calling thread: from the spawner's, so that
+	// their parent-death signal follows the process (see package spawn).
+	if err := spawn.Do(func() (err error) { cp.admin, err = cp.env.Start(); return err }); err != nil {
 		return nil, fmt.Errorf("envtest: starting kube-apiserver and etcd: %w", err)
+	}
+	if err := cp.adopt(); err != nil {
+		return nil, err
 	}
 	if err := cp.installScalerRBAC(ctx); err != nil {
 		return nil, err
@@ -133,8 +216,30 @@ func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane,
 	if err := cp.startControllerManager(assets); err != nil {
 		return nil, err
 	}
+	if err := cp.settle(ctx); err != nil {
+		return nil, fmt.Errorf("envtest: the control plane is not ready: %w", err)
+	}
 	cp.BootTime = time.Since(began)
 	return cp, nil
+}
+
+// adopt watches the etcd and kube-apiserver envtest started, found by the
+// folders their command lines name.
+func (cp *ControlPlane) adopt() error {
+	for _, a := range []struct {
+		c      *component
+		marker string
+	}{
+		{cp.etcd, "--data-dir=" + cp.env.ControlPlane.Etcd.DataDir},
+		{cp.apiserver, "--cert-dir=" + cp.env.ControlPlane.APIServer.CertDir},
+	} {
+		pid, args, err := findProcess(a.marker)
+		if err != nil {
+			return fmt.Errorf("envtest: finding %s: %w", a.c.name, err)
+		}
+		a.c.adopt(pid, args)
+	}
+	return nil
 }
 
 // installScalerRBAC applies config/'s Namespace, ServiceAccount, roles and
@@ -164,19 +269,16 @@ func (cp *ControlPlane) startControllerManager(assets string) error {
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		return err
 	}
-	log, err := os.Create(filepath.Join(cp.dir, "kube-controller-manager.log"))
-	if err != nil {
-		return err
-	}
-	cp.kcm, err = startProcess("kube-controller-manager", filepath.Join(assets, "kube-controller-manager"), []string{
+	cp.kcm.args = []string{
+		filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig=" + path,
 		"--controllers=deployment,replicaset,garbagecollector,namespace",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-deployment-syncs=10",
 		"--concurrent-replicaset-syncs=10",
-	}, log)
-	return err
+	}
+	return cp.kcm.start()
 }
 
 // AdminConfig reaches the API server with full rights.
@@ -188,83 +290,154 @@ func (cp *ControlPlane) ScalerConfig() *rest.Config { return rest.CopyConfig(cp.
 // Dir is the control plane's scratch folder (kubeconfigs, logs).
 func (cp *ControlPlane) Dir() string { return cp.dir }
 
-// ControllerManagerExited reports whether kube-controller-manager has died.
+// ControllerManagerExited reports whether kube-controller-manager has
+// exited and not been started again, and how it exited.
 func (cp *ControlPlane) ControllerManagerExited() (bool, error) {
 	if cp.kcm == nil {
 		return true, errors.New("not started")
 	}
-	return cp.kcm.exited()
+	cp.kcm.mu.Lock()
+	r := cp.kcm.cur
+	cp.kcm.mu.Unlock()
+	if r == nil {
+		return true, errors.New("not started")
+	}
+	select {
+	case <-r.done:
+		return true, errors.New(r.exit)
+	default:
+		return false, nil
+	}
 }
 
-// RestartAPIServer stops kube-apiserver with SIGTERM and starts it again
-// with the same flags: same port, certificates and etcd, so every client
-// and kubeconfig stays valid. Watches break and clients reconnect. It
-// returns once the new one answers /readyz.
+// RestartAPIServer waits until the plane is ready (WaitReady), stops
+// kube-apiserver with SIGTERM (SIGKILL after 5 s of draining: with clients
+// connected it can take long) and starts it again with the same flags:
+// same port, certificates and etcd, so every client and kubeconfig stays
+// valid. Watches break and clients reconnect. It returns once the new one
+// answers /readyz and kube-controller-manager runs its controllers again.
 func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	certDir := cp.env.ControlPlane.APIServer.CertDir
-	var args []string
-	if cp.apiserver != nil {
-		args = cp.apiserver.cmd.Args
-		if err := cp.apiserver.stop(10 * time.Second); err != nil {
-			return fmt.Errorf("envtest: stopping kube-apiserver: %w", err)
-		}
-	} else {
-		pid, cmdline, err := findProcess("--cert-dir=" + certDir)
-		if err != nil {
-			return fmt.Errorf("envtest: finding kube-apiserver: %w", err)
-		}
-		args = cmdline
-		// With clients connected it can take long to drain: past a grace,
-		// it is killed (and the restart is a crash-restart).
-		if err := proc.Stop(ctx, pid, 5*time.Second); err != nil {
-			return fmt.Errorf("envtest: stopping kube-apiserver: %w", err)
-		}
-	}
-	log, err := os.OpenFile(filepath.Join(cp.dir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
+	if err := cp.WaitReady(ctx); err != nil {
 		return err
 	}
-	p, err := startProcess("kube-apiserver", args[0], args[1:], log)
-	if err != nil {
+	cp.restartMu.Lock()
+	defer cp.restartMu.Unlock()
+	cp.unready()
+	if err := cp.apiserver.stop(5 * time.Second); err != nil {
+		return fmt.Errorf("envtest: stopping kube-apiserver: %w", err)
+	}
+	if err := cp.apiserver.start(); err != nil {
+		cp.breakDown(fmt.Errorf("envtest: kube-apiserver could not be started again: %w", err))
 		return err
 	}
-	cp.apiserver = p
+	if err := cp.settle(ctx); err != nil {
+		return fmt.Errorf("envtest: after restarting kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// apiserverReady answers once kube-apiserver's /readyz says ok.
+func (cp *ControlPlane) apiserverReady(ctx context.Context) error {
 	client, err := kubernetes.NewForConfig(cp.admin)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
-		if err == nil && string(body) == "ok" {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("envtest: kube-apiserver not ready after restart: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a starting server
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
+	if err != nil {
+		return err
 	}
+	if string(body) != "ok" {
+		return fmt.Errorf("/readyz: %s", body)
+	}
+	return nil
+}
+
+// probe answers once kube-controller-manager runs its controllers: in a
+// namespace of its own a Deployment gets its ReplicaSet (the deployment
+// controller), and the namespace, deleted, goes (the namespace controller
+// and the garbage collector).
+func (cp *ControlPlane) probe(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(cp.admin)
+	if err != nil {
+		return err
+	}
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "converge-probe-"}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	labels := map[string]string{"app": "probe"}
+	_, err = client.AppsV1().Deployments(ns.Name).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.invalid/probe:never-pulled"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err == nil {
+		err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			rs, err := client.AppsV1().ReplicaSets(ns.Name).List(ctx, metav1.ListOptions{})
+			return err == nil && len(rs.Items) > 0, nil
+		})
+		if err != nil {
+			err = errors.New("probe: a Deployment got no ReplicaSet")
+		}
+	}
+	if derr := sim.DeleteRunNamespaceContext(ctx, client, ns.Name, restartReady); derr != nil {
+		err = errors.Join(err, fmt.Errorf("probe: %w", derr))
+	}
+	return err
+}
+
+// etcdHealthy answers once etcd's /health says it is.
+func (cp *ControlPlane) etcdHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.EtcdURL()+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"health":"true"`) {
+		return fmt.Errorf("etcd /health: %s %s", resp.Status, body)
+	}
+	return nil
 }
 
 // Stop stops kube-controller-manager, then the API server and etcd, and
-// removes the scratch folder. It is safe to call twice.
+// removes the scratch folder, unless a component had an outage: its logs
+// then stay (Main says where). It is safe to call twice.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
+		cp.smu.Lock()
+		cp.stopping = true
+		outages := len(cp.outages)
+		cp.smu.Unlock()
 		var errs []error
-		if cp.kcm != nil {
-			errs = append(errs, cp.kcm.stop(10*time.Second))
+		// The API server and etcd go after the controller manager; those
+		// envtest started, it stops (a stop asked for, either way).
+		for _, c := range []*component{cp.kcm, cp.apiserver, cp.etcd} {
+			if c != nil {
+				errs = append(errs, c.stop(30*time.Second))
+			}
 		}
-		cp.mu.Lock()
-		if cp.apiserver != nil {
-			errs = append(errs, cp.apiserver.stop(30*time.Second))
-		}
-		cp.mu.Unlock()
 		if cp.env != nil && cp.admin != nil {
 			errs = append(errs, cp.env.Stop())
 		}
-		errs = append(errs, os.RemoveAll(cp.dir))
+		if outages == 0 {
+			errs = append(errs, os.RemoveAll(cp.dir))
+		}
+		cp.broken(errors.New("the control plane has stopped"))
 		cp.stopErr = errors.Join(errs...)
 	})
 	return cp.stopErr

@@ -52,8 +52,12 @@ func CompactEtcdAt(ctx context.Context, url string) (int64, error) {
 	return rev, nil
 }
 
-// Compact is CompactEtcd for the chaos package's Compaction fault.
+// Compact is CompactEtcd for the chaos package's Compaction fault, on a
+// ready plane (WaitReady).
 func (cp *ControlPlane) Compact(ctx context.Context) error {
+	if err := cp.WaitReady(ctx); err != nil {
+		return err
+	}
 	_, err := cp.CompactEtcd(ctx)
 	return err
 }

@@ -1,17 +1,13 @@
 package envtest
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // deathWrapper writes a script that runs binary with SIGKILL as its parent
@@ -29,54 +25,6 @@ func deathWrapper(dir, binary string) (string, error) {
 		return "", err
 	}
 	return path, nil
-}
-
-// process is a child in its own process group that dies with its parent.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func startProcess(name, binary string, args []string, log io.Writer) (*process, error) {
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
-	return p, nil
-}
-
-// stop sends SIGTERM to the process group, then SIGKILL after grace.
-func (p *process) stop(grace time.Duration) error {
-	pgid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(5 * time.Second):
-		return errors.New(p.name + " did not exit after SIGKILL")
-	}
-}
-
-// exited reports whether the process has ended, and how.
-func (p *process) exited() (bool, error) {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return true, err
-	default:
-		return false, nil
-	}
 }
 
 // findProcess returns the pid and command line of the one process whose

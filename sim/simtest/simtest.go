@@ -42,6 +42,12 @@ func BuildAsThisBinary() {
 func Main(m *testing.M) int {
 	BuildAsThisBinary()
 	code := m.Run()
+	for _, cp := range envtest.SharedPlanes() {
+		outages, _ := cp.Outages()
+		for _, o := range outages {
+			fmt.Fprintf(os.Stderr, "envtest: the shared control plane's %s\n", o.Detail())
+		}
+	}
 	if err := errors.Join(envtest.StopShared(), stopKwok(), cluster.StopShared(), kwok.StopAll()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if code == 0 {
@@ -132,5 +138,23 @@ func RequireRunWith(t testing.TB, prefix string, opts envtest.Options) (*envtest
 			t.Errorf("stopping the run: %v", err)
 		}
 	})
+	KeepLogsOnFailure(t, cp)
 	return cp, env
+}
+
+// KeepLogsOnFailure copies cp's component logs into the test's artifacts
+// (kept with go test -artifacts) and logs their last lines, with the
+// paths, when the test has failed by its end.
+func KeepLogsOnFailure(t testing.TB, cp *envtest.ControlPlane) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir := t.ArtifactDir()
+		if err := cp.KeepLogs(dir); err != nil {
+			t.Logf("keeping the control plane's logs: %v", err)
+		}
+		t.Logf("the control plane's logs (copied to %s) end with:\n%s", dir, cp.LogTails(20))
+	})
 }

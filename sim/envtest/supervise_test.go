@@ -1,0 +1,133 @@
+package envtest_test
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/envtest"
+	"github.com/converge-lab/converge/sim/simtest"
+)
+
+// ownPlane is a control plane of the test's own (a component of the
+// shared one killed would fail the package's other tests), stopped when
+// the test ends; its logs are kept with the test's artifacts when it fails.
+func ownPlane(t *testing.T) *envtest.ControlPlane {
+	t.Helper()
+	simtest.Require(t) // skips or fails, as the shared one does, without binaries
+	cp, err := envtest.StartControlPlane(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cp.Stop() })
+	simtest.KeepLogsOnFailure(t, cp) // runs before Stop removes them
+	return cp
+}
+
+// runOnce is a run on cp as a test makes one: a namespace, a Deployment
+// whose ReplicaSet the real controller manager makes, and a Stop that
+// deletes the namespace. It returns how long it took.
+func runOnce(t *testing.T, cp *envtest.ControlPlane) time.Duration {
+	t.Helper()
+	began := time.Now()
+	b, err := envtest.NewBackend(cp, "supervised-")
+	require.NoError(t, err)
+	env, err := b.Start(t.Context())
+	require.NoError(t, err)
+	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(t.Context(), deployment("web", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return podCount(t, env.Observer, env.Namespace, "web") == 2 },
+		30*time.Second, 50*time.Millisecond, "kube-controller-manager creates the pods")
+	require.NoError(t, b.Stop(), "the namespace goes")
+	return time.Since(began)
+}
+
+// outageAfter waits until cp reports an outage after the n it had.
+func outageAfter(t *testing.T, cp *envtest.ControlPlane, n int) sim.Outage {
+	t.Helper()
+	for {
+		outages, next := cp.Outages()
+		if len(outages) > n {
+			return outages[n]
+		}
+		select {
+		case <-next:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no outage reported 30s after the kill")
+		}
+	}
+}
+
+// A component killed between two runs is started again with its flags, the
+// outage says how it ended, and the next run passes without waiting on the
+// dead one (before the supervisor, it waited two minutes for a namespace
+// no controller deleted, then failed).
+func TestAKilledComponentIsRestartedForTheNextRun(t *testing.T) {
+	for _, component := range []string{"kube-controller-manager", "etcd", "kube-apiserver"} {
+		t.Run(component, func(t *testing.T) {
+			t.Parallel()
+			cp := ownPlane(t)
+			runOnce(t, cp)
+
+			pid := cp.PID(component)
+			require.NotZero(t, pid)
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			o := outageAfter(t, cp, 0)
+			assert.Equal(t, component, o.Component)
+			assert.Equal(t, "signal: killed", o.Exit)
+			assert.FileExists(t, o.Log)
+
+			took := runOnce(t, cp)
+			assert.Less(t, took, time.Minute, "the next run did not wait on a dead component")
+			outages, _ := cp.Outages()
+			require.Len(t, outages, 1)
+			assert.False(t, outages[0].Restarted.IsZero(), "it served again: %s", outages[0])
+			assert.NotEqual(t, pid, cp.PID(component), "a new process")
+			assert.NoError(t, cp.Err())
+		})
+	}
+}
+
+// A component that cannot be started again breaks the plane: the next run
+// fails at once, naming it and quoting its log, rather than after a wait.
+func TestAComponentThatCannotRestartFailsTheNextRunAtOnce(t *testing.T) {
+	cp := ownPlane(t)
+	// Its kubeconfig gone, kube-controller-manager exits as soon as it
+	// starts, every time.
+	require.NoError(t, os.WriteFile(cp.ControllerManagerKubeconfig(), []byte("not a kubeconfig"), 0o600))
+	require.NoError(t, syscall.Kill(cp.PID("kube-controller-manager"), syscall.SIGKILL))
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	require.Error(t, waitBroken(ctx, cp), "the plane gives up on it")
+	err := cp.Err()
+	assert.ErrorContains(t, err, "kube-controller-manager exited (signal: killed) and could not be started again")
+	assert.ErrorContains(t, err, "its whole log")
+
+	began := time.Now()
+	b, berr := envtest.NewBackend(cp, "broken-")
+	require.NoError(t, berr)
+	_, err = b.Start(t.Context())
+	assert.ErrorContains(t, err, "kube-controller-manager")
+	assert.Less(t, time.Since(began), 5*time.Second, "at once")
+}
+
+// waitBroken returns the plane's error once it has one.
+func waitBroken(ctx context.Context, cp *envtest.ControlPlane) error {
+	for {
+		if err := cp.Err(); err != nil {
+			return err
+		}
+		_, next := cp.Outages()
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
