@@ -57,6 +57,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -340,8 +341,12 @@ func (c *Cluster) restartAPIServer(ctx context.Context, down time.Duration) erro
 	if err != nil {
 		return fmt.Errorf("kwok: %s: %w", pidFile, err)
 	}
-	if err := proc.Stop(ctx, pid, 5*time.Second); err != nil {
-		return fmt.Errorf("kwok: stopping kube-apiserver: %w", err)
+	// A pid file outlives its process, and the pid may be another
+	// process's by now: only one that names the cluster's folder is its.
+	if slices.Contains(processesOf(c.workdir), pid) {
+		if err := proc.Stop(ctx, pid, 5*time.Second); err != nil {
+			return fmt.Errorf("kwok: stopping kube-apiserver: %w", err)
+		}
 	}
 	select {
 	case <-time.After(down): // the outage itself
@@ -414,8 +419,31 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	c.stopped = true
+	pruneStalePIDs(c.workdir)
 	_, err := c.run(context.Background(), 2*time.Minute, "delete", "cluster", "--kubeconfig", c.Kubeconfig())
 	return errors.Join(err, remove(context.Background(), c.workdir))
+}
+
+// pruneStalePIDs removes the pid files of the cluster in workdir that name
+// a process not of the cluster: kwokctl's delete SIGKILLs every pid its
+// pid files name, unchecked, and the pid of a component that exited on its
+// own may be another process's by then. On a machine whose pids wrap
+// within minutes (pid_max 32768, a cold build forking compilers by the
+// thousand), that was an unrelated process killed without a word: another
+// test binary's kube-controller-manager, say.
+func pruneStalePIDs(workdir string) {
+	files, _ := filepath.Glob(filepath.Join(workdir, "clusters", "*", "pids", "*.pid"))
+	if len(files) == 0 {
+		return
+	}
+	ours := processesOf(workdir)
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil || perr != nil || !slices.Contains(ours, pid) {
+			_ = os.Remove(f)
+		}
+	}
 }
 
 // StopAll deletes every cluster this process started and has not deleted
@@ -559,6 +587,7 @@ func reapOrphans(ctx context.Context, kwokctl string) {
 		}
 		c := &Cluster{name: "converge-" + e.Name(), kwokctl: kwokctl, workdir: filepath.Join(root(), e.Name())}
 		c.env = append(os.Environ(), "KWOK_WORKDIR="+c.workdir)
+		pruneStalePIDs(c.workdir)
 		_, _ = c.run(ctx, time.Minute, "delete", "cluster", "--kubeconfig", c.Kubeconfig())
 		_ = remove(ctx, c.workdir)
 	}

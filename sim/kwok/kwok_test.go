@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,4 +229,35 @@ func TestLogTail(t *testing.T) {
 		"--- kube-apiserver, the last 2 lines of "+kept[1].Path+":\n"+
 		"--- kwok, the last 2 lines of "+kept[2].Path+":\nlast\n", LogTail(kept, 2))
 	assert.Contains(t, LogTail(got[:1], 10), ":\n1\n2\n3\n4\n", "fewer lines than asked: all of them")
+}
+
+// kwokctl's delete SIGKILLs the pid each pid file names, unchecked. A
+// component that exited on its own leaves a pid file whose pid another
+// process may have taken since (pids wrap within minutes on a busy
+// machine): Stop must not kill it. Here the unrelated process is a sleep
+// whose pid replaces kube-scheduler's in its pid file.
+func TestStopSparesWhatAStalePIDFileNames(t *testing.T) {
+	if _, _, err := Binaries(""); err != nil && !Required() {
+		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+	}
+	c, err := Start(context.Background(), Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Stop() })
+	unrelated := exec.Command("sleep", "60")
+	require.NoError(t, unrelated.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- unrelated.Wait() }()
+	t.Cleanup(func() { _ = unrelated.Process.Kill() })
+	pidFile := filepath.Join(c.Workdir(), "clusters", c.Name(), "pids", "kube-scheduler.pid")
+	require.FileExists(t, pidFile)
+	require.NoError(t, os.WriteFile(pidFile, []byte(strconv.Itoa(unrelated.Process.Pid)), 0o600))
+
+	require.NoError(t, c.Stop())
+	assert.Empty(t, processesOf(c.Workdir()), "the cluster's own processes are gone")
+	select {
+	case err := <-exited:
+		t.Fatalf("the unrelated process the stale pid file named was killed: %v", err)
+	default:
+	}
+	require.NoError(t, unrelated.Process.Signal(syscall.Signal(0)), "it still runs")
 }
