@@ -116,6 +116,10 @@ type Result struct {
 	// missing, no cluster was given): Error says why. A test skips such a
 	// run.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// PlaneLogs are the paths of the control plane's component logs, by
+	// component, on a failed run on a plane that keeps them (envtest), so
+	// that a test can quote and keep them.
+	PlaneLogs map[string]string `json:"planeLogs,omitempty"`
 }
 
 // Violation is the first breach of one invariant.

@@ -58,9 +58,11 @@ func TestAnOutageOfTheControlPlaneGivesNoVerdict(t *testing.T) {
 	assert.Contains(t, res.Error, "kube-controller-manager exited (signal: killed)")
 	assert.Contains(t, res.Error, "its whole log: ")
 	assert.Less(t, time.Duration(res.Wall), time.Duration(s.Timing.Deadline), "it ended at once, not at the deadline")
+	assert.FileExists(t, res.PlaneLogs["kube-controller-manager"], "the failed run names the plane's logs")
 
 	res = scenarios.Run(t.Context(), s, opts)
 	require.True(t, res.Pass, "%s %v", res.Error, res.Reasons)
+	assert.Empty(t, res.PlaneLogs, "a passing run names none")
 	var noted []string
 	for _, e := range res.History.Log {
 		if strings.HasPrefix(e.What, "before this run") {

@@ -172,7 +172,18 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	if r.limited.Load() {
 		res.Error = opts.Limit().Error()
 	}
+	if logged, ok := r.planeOf().(sim.Logged); ok && (!res.Pass || res.Error != "") {
+		res.PlaneLogs = logged.Logs()
+	}
 	return res
+}
+
+// planeOf is the run's control plane, if its backend started and has one.
+func (r *run) planeOf() sim.ControlPlane {
+	if r.env == nil {
+		return nil
+	}
+	return r.env.ControlPlane
 }
 
 // run is one run in progress.

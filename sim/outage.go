@@ -20,6 +20,13 @@ type Supervised interface {
 	Err() error
 }
 
+// Logged is a ControlPlane whose components write logs the harness can
+// quote (found on Env.ControlPlane by type assertion).
+type Logged interface {
+	// Logs are the paths of the components' logs, by component.
+	Logs() map[string]string
+}
+
 // Outage is a control-plane component's exit that nothing asked for.
 type Outage struct {
 	// Component is the process's name ("kube-controller-manager").

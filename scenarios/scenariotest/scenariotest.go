@@ -523,10 +523,12 @@ func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenar
 			t.Logf("result: %s (simulated %v, wall %v)", path, time.Duration(res.Simulated), time.Duration(res.Wall).Round(time.Millisecond))
 		}
 	}
-	sameJudgedAgain(t, s, res)
+	if res.Error == "" { // a run not carried out has no verdict to judge again
+		sameJudgedAgain(t, s, res)
+	}
 	if !res.Pass {
 		why := slices.Concat(res.Reasons, res.Notes)
-		t.Errorf("%s on %s, seed %d, failed:\n  %s\nreplay: %s", s.Name, backend, seed, strings.Join(why, "\n  "), res.Replay)
+		t.Errorf("%s on %s, seed %d, failed:\n  %s%s\nreplay: %s", s.Name, backend, seed, strings.Join(why, "\n  "), planeLogs(t, res), res.Replay)
 	}
 	if len(res.Unfired) > 0 {
 		t.Errorf("%s on %s, seed %d: never fired: %s (the scenario proves nothing about them)\nreplay: %s", s.Name, backend, seed, strings.Join(res.Unfired, ", "), res.Replay)
@@ -538,6 +540,32 @@ func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenar
 		t.Logf("note: of the fault profile's faults, %s matched no request of the controller", strings.Join(res.Inapplicable, ", "))
 	}
 	return res
+}
+
+// planeLogs copies the control plane's logs of a failed run into the
+// test's artifacts (kept with go test -artifacts) and returns their last
+// lines, for the failure message; nothing for a run on a plane that keeps
+// none.
+func planeLogs(t *testing.T, res *reports.Result) string {
+	if len(res.PlaneLogs) == 0 {
+		return ""
+	}
+	dir := t.ArtifactDir()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nthe control plane's logs (copied to %s) end with:", dir)
+	for _, component := range slices.Sorted(maps.Keys(res.PlaneLogs)) {
+		path := res.PlaneLogs[component]
+		lines, err := text.LastLines(path, 10)
+		if err != nil {
+			fmt.Fprintf(&b, "\n  %s: %v", component, err)
+			continue
+		}
+		if raw, err := os.ReadFile(path); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, filepath.Base(path)), raw, 0o644)
+		}
+		fmt.Fprintf(&b, "\n  %s (%s):\n    %s", component, path, strings.ReplaceAll(strings.TrimRight(string(lines), "\n"), "\n", "\n    "))
+	}
+	return b.String()
 }
 
 // sameJudgedAgain judges res's history again, as saved and read back, and

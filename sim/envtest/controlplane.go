@@ -124,7 +124,10 @@ type ControlPlane struct {
 	stopErr  error
 }
 
-var _ sim.Supervised = (*ControlPlane)(nil)
+var (
+	_ sim.Supervised = (*ControlPlane)(nil)
+	_ sim.Logged     = (*ControlPlane)(nil)
+)
 
 // Options change how a control plane starts. The zero value is a control
 // plane like a real cluster's.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/converge-lab/converge/internal/spawn"
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/sim"
 )
 
@@ -399,20 +399,14 @@ func waitStatus(ws syscall.WaitStatus) string {
 	return fmt.Sprintf("exit status %d", ws.ExitStatus())
 }
 
-// tail is the last n lines of the file at path, read from its last 64 KiB.
+// tail is the last n lines of the file at path, or why they could not be
+// read.
 func tail(path string, n int) string {
-	f, err := os.Open(path)
+	lines, err := text.LastLines(path, n)
 	if err != nil {
-		return ""
+		return err.Error()
 	}
-	defer f.Close()
-	const window = 64 << 10
-	if info, err := f.Stat(); err == nil && info.Size() > window {
-		_, _ = f.Seek(info.Size()-window, io.SeekStart)
-	}
-	raw, _ := io.ReadAll(f)
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	return strings.TrimRight(string(lines), "\n")
 }
 
 func indent(s string) string {

@@ -1,13 +1,14 @@
 package kwok
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/converge-lab/converge/internal/text"
 )
 
 // ComponentLog is the log file of one of a cluster's processes.
@@ -54,53 +55,13 @@ func LogTail(logs []ComponentLog, n int) string {
 	var b strings.Builder
 	for _, l := range logs {
 		fmt.Fprintf(&b, "--- %s, the last %d lines of %s:\n", l.Component, n, l.Path)
-		lines, err := lastLines(l.Path, n)
+		lines, err := text.LastLines(l.Path, n)
 		if err != nil {
 			fmt.Fprintf(&b, "(%v)\n", err)
 		}
 		b.Write(lines)
 	}
 	return b.String()
-}
-
-// lastLines reads up to the last n lines of file, from its last 256 KiB at
-// most (an API server's log grows for the life of a shared cluster).
-func lastLines(file string, n int) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	const most = 256 << 10
-	cut := false
-	if info, err := f.Stat(); err == nil && info.Size() > most {
-		if _, err := f.Seek(-most, io.SeekEnd); err != nil {
-			return nil, err
-		}
-		cut = true
-	}
-	raw, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	if cut { // its first line is the end of one
-		raw = raw[bytes.IndexByte(raw, '\n')+1:]
-	}
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	if raw[len(raw)-1] != '\n' {
-		raw = append(raw, '\n')
-	}
-	end := len(raw) - 1 // the final newline
-	for range n {
-		i := bytes.LastIndexByte(raw[:end], '\n')
-		if i < 0 {
-			return raw, nil
-		}
-		end = i
-	}
-	return raw[end+1:], nil
 }
 
 func copyFile(dst, src string) error {
