@@ -422,10 +422,16 @@ func (cp *ControlPlane) etcdHealthy(ctx context.Context) error {
 // then stay (Main says where). It is safe to call twice.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
+		stopped := errors.New("the control plane has stopped")
 		cp.smu.Lock()
 		cp.stopping = true
 		outages := len(cp.outages)
+		if cp.err == nil {
+			cp.err = stopped // whoever waits for it to be ready
+		}
+		cp.changedLocked()
 		cp.smu.Unlock()
+		cp.broken(stopped) // and whoever waits on its controllers
 		var errs []error
 		// The API server and etcd go after the controller manager; those
 		// envtest started, it stops (a stop asked for, either way).
@@ -440,7 +446,6 @@ func (cp *ControlPlane) Stop() error {
 		if outages == 0 {
 			errs = append(errs, os.RemoveAll(cp.dir))
 		}
-		cp.broken(errors.New("the control plane has stopped"))
 		cp.stopErr = errors.Join(errs...)
 	})
 	return cp.stopErr

@@ -225,6 +225,10 @@ func (cp *ControlPlane) recover(c *component, i int) {
 			return
 		}
 		if err = c.start(); err == nil {
+			if cp.isStopping() { // Stop may have missed what just started
+				_ = c.stop(5 * time.Second)
+				return
+			}
 			if err = c.awaitReady(ctx); err == nil {
 				break
 			}
