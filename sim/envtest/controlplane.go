@@ -29,8 +29,8 @@
 // it to is an outage (sim.Outage: how it ended, its log's last lines, the
 // path of the whole): it is started again with the same command line, its
 // log appended to, and the plane is ready again once the API server answers
-// and kube-controller-manager is seen running its controllers (a probe: a
-// Deployment gets its ReplicaSet, a namespace's deletion completes). A run
+// and kube-controller-manager is seen running its controllers (a probe: its
+// deployment controller syncs a new Deployment). A run
 // during which one was down gets no verdict (scenarios' harness error); the
 // next run's history says how it ended. A component that cannot be started
 // again (three tries) breaks the plane: every run on it then fails at once,
@@ -71,6 +71,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -357,22 +358,28 @@ func (cp *ControlPlane) apiserverReady(ctx context.Context) error {
 	return nil
 }
 
-// probe answers once kube-controller-manager runs its controllers: in a
-// namespace of its own a Deployment gets its ReplicaSet (the deployment
-// controller), and the namespace, deleted, goes (the namespace controller
-// and the garbage collector).
+// probeNamespace holds the probes' Deployments.
+const probeNamespace = "converge-probe"
+
+// probe answers once kube-controller-manager runs its controllers: a
+// Deployment gets its ReplicaSet, which takes the deployment controller
+// with its informers synced (started with the others, the namespace
+// controller and the garbage collector among them). The Deployment is then
+// deleted, its ReplicaSet left to the garbage collector, unwaited for: a
+// namespace's deletion would prove more and cost seconds per probe.
 func (cp *ControlPlane) probe(ctx context.Context) error {
 	client, err := kubernetes.NewForConfig(cp.admin)
 	if err != nil {
 		return err
 	}
-	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "converge-probe-"}}, metav1.CreateOptions{})
-	if err != nil {
+	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("probe: %w", err)
 	}
 	labels := map[string]string{"app": "probe"}
-	_, err = client.AppsV1().Deployments(ns.Name).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+	deployments := client.AppsV1().Deployments(probeNamespace)
+	d, err := deployments.Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -382,19 +389,20 @@ func (cp *ControlPlane) probe(ctx context.Context) error {
 			},
 		},
 	}, metav1.CreateOptions{})
-	if err == nil {
-		err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			rs, err := client.AppsV1().ReplicaSets(ns.Name).List(ctx, metav1.ListOptions{})
-			return err == nil && len(rs.Items) > 0, nil
-		})
-		if err != nil {
-			err = errors.New("probe: a Deployment got no ReplicaSet")
-		}
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
 	}
-	if derr := sim.DeleteRunNamespaceContext(ctx, client, ns.Name, restartReady); derr != nil {
-		err = errors.Join(err, fmt.Errorf("probe: %w", derr))
+	defer func() {
+		_ = deployments.Delete(context.WithoutCancel(ctx), d.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	}()
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		d, err := deployments.Get(ctx, d.Name, metav1.GetOptions{})
+		return err == nil && d.Status.ObservedGeneration >= d.Generation, nil
+	})
+	if err != nil {
+		return errors.New("probe: a Deployment was not seen by the deployment controller")
 	}
-	return err
+	return nil
 }
 
 // etcdHealthy answers once etcd's /health says it is.

@@ -195,7 +195,7 @@ func TestNoProcessOutlivesItsTestBinary(t *testing.T) {
 			marker := fmt.Sprintf("%s-%d", mode, time.Now().UnixNano())
 			args := []string{"-test.run=^$"}
 			if mode == "test-timeout" {
-				args = []string{"-test.run=^TestHelperHangs$", "-test.timeout=10s"}
+				args = []string{"-test.run=^TestHelperHangs$", "-test.timeout=20s"}
 			}
 			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), helperEnv+"="+mode, markerEnv+"="+marker)
