@@ -441,16 +441,20 @@ func (cp *ControlPlane) Stop() error {
 		cp.smu.Unlock()
 		cp.broken(stopped) // and whoever waits on its controllers
 		var errs []error
-		// The API server and etcd go after the controller manager; those
-		// envtest started, it stops (a stop asked for, either way).
-		for _, c := range []*component{cp.kcm, cp.apiserver, cp.etcd} {
-			if c != nil {
+		// The controller manager first, then the API server, then etcd.
+		// Those envtest started and still runs, it stops itself (it reaps
+		// them: a signal of ours would race its bookkeeping).
+		stop := func(c *component) {
+			if c != nil && !c.release() {
 				errs = append(errs, c.stop(30*time.Second))
 			}
 		}
+		stop(cp.kcm)
+		stop(cp.apiserver)
 		if cp.env != nil && cp.admin != nil {
 			errs = append(errs, cp.env.Stop())
 		}
+		stop(cp.etcd)
 		if outages == 0 {
 			errs = append(errs, os.RemoveAll(cp.dir))
 		}

@@ -56,12 +56,14 @@ type running struct {
 	pid  int
 	done chan struct{} // closed once it has exited
 	exit string        // how, once done is closed
+	// adopted: started and reaped by envtest, which also stops it.
+	adopted bool
 }
 
 // adopt watches a process another starter started (controller-runtime's
 // envtest) and reaps: its exit is peeked at without reaping it.
 func (c *component) adopt(pid int, args []string) {
-	r := &running{pid: pid, done: make(chan struct{})}
+	r := &running{pid: pid, done: make(chan struct{}), adopted: true}
 	c.mu.Lock()
 	c.args, c.cur = args, r
 	c.mu.Unlock()
@@ -116,6 +118,15 @@ func (r *running) signal(sig syscall.Signal) {
 	default:
 		_ = syscall.Kill(-r.pid, sig)
 	}
+}
+
+// release marks the current process's end as asked for, and reports
+// whether it is one envtest started and stops itself.
+func (c *component) release() (adopted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopping = true
+	return c.cur != nil && c.cur.adopted
 }
 
 // stop ends the current process, as asked for: SIGTERM, then SIGKILL past
