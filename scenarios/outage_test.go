@@ -32,7 +32,7 @@ func TestAnOutageOfTheControlPlaneGivesNoVerdict(t *testing.T) {
 	simtest.Require(t)
 	cp, err := envtest.StartControlPlane(t.Context())
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = cp.Stop() })
+	t.Cleanup(func() { _ = cp.Stop(); _ = os.RemoveAll(cp.Dir()) }) // the outage is the test's own
 	s, err := scaler.Lookup("baseline")
 	require.NoError(t, err)
 	opts := scenarios.Options{Backend: envtest.Kind{ControlPlane: cp}, Seed: 1, Controller: scaler.For(s)}

@@ -24,8 +24,10 @@ func ownPlane(t *testing.T) *envtest.ControlPlane {
 	simtest.Require(t) // skips or fails, as the shared one does, without binaries
 	cp, err := envtest.StartControlPlane(t.Context())
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = cp.Stop() })
-	simtest.KeepLogsOnFailure(t, cp) // runs before Stop removes them
+	// Its outages are the test's own: their logs go with its artifacts
+	// on a failure, not into a folder the plane keeps.
+	t.Cleanup(func() { _ = cp.Stop(); _ = os.RemoveAll(cp.Dir()) })
+	simtest.KeepLogsOnFailure(t, cp) // runs before Stop
 	return cp
 }
 
