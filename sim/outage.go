@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/converge-lab/converge/internal/text"
 )
 
 // Supervised is a ControlPlane that watches the processes it runs (found
@@ -57,15 +59,10 @@ func (o Outage) Detail() string {
 	var b strings.Builder
 	b.WriteString(o.String())
 	if o.Tail != "" {
-		fmt.Fprintf(&b, "; the last lines of its log:\n%s", indent(o.Tail))
+		fmt.Fprintf(&b, "; the last lines of its log:\n%s", text.Indent(o.Tail, "    "))
 	}
 	if o.Log != "" {
 		fmt.Fprintf(&b, "\n(its whole log: %s)", o.Log)
 	}
 	return b.String()
-}
-
-func indent(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return "    " + strings.Join(lines, "\n    ")
 }

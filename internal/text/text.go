@@ -14,6 +14,16 @@ func FirstLine(s string) string {
 	return line
 }
 
+// Indent puts prefix before each line of s, its trailing newlines cut;
+// an empty s is "(empty)", so that a quoted log that said nothing shows.
+func Indent(s, prefix string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		s = "(empty)"
+	}
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
 // ShellQuote quotes s for a POSIX shell when it needs it.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@") == "" {

@@ -27,3 +27,8 @@ func TestShellQuote(t *testing.T) {
 		assert.Equal(t, s, string(out))
 	}
 }
+
+func TestIndent(t *testing.T) {
+	assert.Equal(t, "  a\n  b", Indent("a\nb\n\n", "  "))
+	assert.Equal(t, "  (empty)", Indent("\n", "  "))
+}

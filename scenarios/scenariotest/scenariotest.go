@@ -563,7 +563,7 @@ func planeLogs(t *testing.T, res *reports.Result) string {
 		if raw, err := os.ReadFile(path); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, filepath.Base(path)), raw, 0o644)
 		}
-		fmt.Fprintf(&b, "\n  %s (%s):\n    %s", component, path, strings.ReplaceAll(strings.TrimRight(string(lines), "\n"), "\n", "\n    "))
+		fmt.Fprintf(&b, "\n  %s (%s):\n%s", component, path, text.Indent(string(lines), "    "))
 	}
 	return b.String()
 }

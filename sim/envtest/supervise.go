@@ -248,7 +248,7 @@ func (cp *ControlPlane) recover(c *component, i int) {
 	if err != nil {
 		o := cp.outageAt(i)
 		cp.breakDown(fmt.Errorf("the control plane's %s exited (%s) and could not be started again (%d attempts: %v); the last lines of its log:\n%s\n(its whole log: %s)",
-			c.name, o.Exit, restartAttempts, err, indent(tail(c.log, tailLines)), c.log))
+			c.name, o.Exit, restartAttempts, err, text.Indent(tail(c.log, tailLines), "    "), c.log))
 		return
 	}
 	cp.smu.Lock()
@@ -424,13 +424,6 @@ func tail(path string, n int) string {
 	return strings.TrimRight(string(lines), "\n")
 }
 
-func indent(s string) string {
-	if s == "" {
-		return "    (empty)"
-	}
-	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
-}
-
 // Logs are the paths of the components' logs, by component.
 func (cp *ControlPlane) Logs() map[string]string {
 	out := map[string]string{}
@@ -445,7 +438,7 @@ func (cp *ControlPlane) Logs() map[string]string {
 func (cp *ControlPlane) LogTails(n int) string {
 	var b strings.Builder
 	for _, c := range cp.components() {
-		fmt.Fprintf(&b, "%s (%s):\n%s\n", c.name, c.log, indent(tail(c.log, n)))
+		fmt.Fprintf(&b, "%s (%s):\n%s\n", c.name, c.log, text.Indent(tail(c.log, n), "    "))
 	}
 	return b.String()
 }
