@@ -1,13 +1,10 @@
 package scenarios
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -22,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -30,7 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
-	"github.com/converge-lab/converge/internal/userfile"
+	imanifest "github.com/converge-lab/converge/internal/manifest"
 	"github.com/converge-lab/converge/sim"
 )
 
@@ -107,7 +103,8 @@ func checkManifest(m Object, count int) []string {
 // readObjectFiles replaces the file entries of s with the manifests they
 // hold, read from files relative to dir, so the scenario (and a result that records it)
 // needs nothing else. A folder's *.yaml, *.yml and *.json files are read
-// in name order, not recursively.
+// in name order, not recursively; a folder holding a kustomization is read
+// as kustomize builds it.
 func readObjectFiles(s *Scenario, files fs.FS, dir string) []error {
 	var errs []error
 	s.Objects, errs = readFiles(s.Objects, "objects", files, dir, true)
@@ -169,90 +166,29 @@ type manifest struct {
 	obj  Object
 }
 
-// readManifests reads the YAML or JSON documents of a file, or of a
-// folder's files: regular files only, checked before they are opened, since
-// an open of a pipe waits for a writer.
+// readManifests reads the YAML or JSON documents of a file, of a folder's
+// files, or of what a folder's kustomization builds (manifest.Read).
 func readManifests(files fs.FS, name string) ([]manifest, error) {
-	info, err := fs.Stat(files, name)
+	docs, err := imanifest.Read(files, name, imanifest.Limits{Total: MaxFileSize * 10})
 	if err != nil {
 		return nil, err
-	}
-	names := []string{name}
-	if info.IsDir() {
-		entries, err := fs.ReadDir(files, name)
-		if err != nil {
-			return nil, err
-		}
-		names = nil
-		for _, e := range entries {
-			if ext := path.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
-				names = append(names, path.Join(name, e.Name()))
-			}
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("%s: no .yaml, .yml or .json file", name)
-		}
 	}
 	var out []manifest
-	var total int64
-	for _, f := range names {
-		data, err := readManifest(files, f, MaxFileSize*10-total)
+	for _, d := range docs {
+		js, err := yaml.YAMLToJSON(d.Raw)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s, document %d: %w", d.Source, d.N, err)
 		}
-		total += int64(len(data))
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for n := 1; ; n++ {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			js, err := yaml.YAMLToJSON(doc)
-			if err != nil {
-				return nil, fmt.Errorf("%s, document %d: %w", f, n, err)
-			}
-			var obj Object
-			if err := json.Unmarshal(js, &obj); err != nil {
-				return nil, fmt.Errorf("%s, document %d: not an object: %w", f, n, err)
-			}
-			if obj == nil {
-				continue
-			}
-			out = append(out, manifest{file: f, n: n, obj: obj})
+		var obj Object
+		if err := json.Unmarshal(js, &obj); err != nil {
+			return nil, fmt.Errorf("%s, document %d: not an object: %w", d.Source, d.N, err)
 		}
+		if obj == nil {
+			continue
+		}
+		out = append(out, manifest{file: d.Source, n: d.N, obj: obj})
 	}
 	return out, nil
-}
-
-// readManifest reads the regular file name of files, at most left bytes of
-// it: the manifests of one entry share MaxFileSize*10.
-func readManifest(files fs.FS, name string, left int64) ([]byte, error) {
-	st, err := fs.Stat(files, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := userfile.Regular(name, st.Mode()); err != nil {
-		return nil, err
-	}
-	f, err := files.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, left+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if int64(len(data)) > left {
-		return nil, fmt.Errorf("%s: more than %d MiB of manifests", name, MaxFileSize*10>>20)
-	}
-	return data, nil
 }
 
 // expand returns the objects of s, counts expanded, as unstructured

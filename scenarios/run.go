@@ -367,7 +367,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	env, err := backend.Start(ctx)
 	if err != nil {
-		return fmt.Errorf("starting the %s backend: %w", r.opts.Backend, err)
+		return fmt.Errorf("starting the %s backend: %w", r.opts.Backend.Name(), err)
 	}
 	defer func() {
 		if err := backend.Stop(); err != nil {

@@ -18,43 +18,39 @@ import (
 const MaxCRDFileSize = 3 << 20
 
 // ReadCRDs reads the CustomResourceDefinitions in paths: YAML or JSON files
-// (several documents each), or folders of them (*.yaml, *.yml, *.json, not
-// recursive), as envtest's CRDDirectoryPaths. Documents of other kinds are
+// (several documents each), folders of them (*.yaml, *.yml, *.json, not
+// recursive), as envtest's CRDDirectoryPaths, or kustomizations (a
+// kubebuilder project's config/crd). Documents of other kinds are
 // skipped; a document that is not valid YAML, or a CRD that does not decode
 // strictly, is an error naming its file and document.
 func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := manifestFiles(paths)
+	docs, err := readPaths(paths)
 	if err != nil {
 		return nil, fmt.Errorf("CRDs: %w", err)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	seen := map[string]bool{}
-	for _, f := range files {
-		docs, err := readDocuments(f)
-		if err != nil {
-			return nil, fmt.Errorf("CRDs: %w", err)
+	for _, d := range docs {
+		f := d.Source
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(d.Raw, &tm); err != nil {
+			return nil, fmt.Errorf("CRDs: %s, document %d: %w", f, d.N, err)
 		}
-		for _, d := range docs {
-			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal(d.raw, &tm); err != nil {
-				return nil, fmt.Errorf("CRDs: %s, document %d: %w", f, d.n, err)
-			}
-			if tm.Kind != "CustomResourceDefinition" {
-				continue
-			}
-			if tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
-				return nil, fmt.Errorf("CRDs: %s, document %d: apiVersion %q: only %s is served", f, d.n, tm.APIVersion, apiextensionsv1.SchemeGroupVersion)
-			}
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := yaml.UnmarshalStrict(d.raw, &crd); err != nil {
-				return nil, fmt.Errorf("CRDs: %s, document %d: %w", f, d.n, err)
-			}
-			if seen[crd.Name] {
-				return nil, fmt.Errorf("CRDs: %s is defined twice (%s, document %d)", crd.Name, f, d.n)
-			}
-			seen[crd.Name] = true
-			crds = append(crds, &crd)
+		if tm.Kind != "CustomResourceDefinition" {
+			continue
 		}
+		if tm.APIVersion != apiextensionsv1.SchemeGroupVersion.String() {
+			return nil, fmt.Errorf("CRDs: %s, document %d: apiVersion %q: only %s is served", f, d.N, tm.APIVersion, apiextensionsv1.SchemeGroupVersion)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(d.Raw, &crd); err != nil {
+			return nil, fmt.Errorf("CRDs: %s, document %d: %w", f, d.N, err)
+		}
+		if seen[crd.Name] {
+			return nil, fmt.Errorf("CRDs: %s is defined twice (%s, document %d)", crd.Name, f, d.N)
+		}
+		seen[crd.Name] = true
+		crds = append(crds, &crd)
 	}
 	return crds, nil
 }

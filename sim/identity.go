@@ -1,14 +1,10 @@
 package sim
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,10 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/converge-lab/converge/internal/manifest"
+	"github.com/converge-lab/converge/internal/userfile"
 )
 
 // Identity is who the controller under test is, and the RBAC it declares:
@@ -36,8 +34,9 @@ type Identity struct {
 	ServiceAccount string
 	// RBACPaths are files or folders of ServiceAccounts, Roles,
 	// ClusterRoles, RoleBindings and ClusterRoleBindings (other kinds are
-	// skipped). Namespaced ones without a namespace, and ServiceAccount
-	// subjects without one, are put in the run's namespace.
+	// skipped), or kustomizations that build them (a kubebuilder
+	// project's config/rbac, read as kustomize builds it). They are put
+	// in the run's namespace as Place says, whatever namespace they name.
 	RBACPaths []string
 	// RBAC are more such objects, given as values.
 	RBAC []runtime.Object
@@ -61,7 +60,42 @@ func (id Identity) Validate() ([]runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(objs, id.RBAC...), nil
+	objs = append(objs, id.RBAC...)
+	if err := id.bound(objs); err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// bound is an error when objs bind ServiceAccounts but not the identity's:
+// the controller would run with none of the permissions they grant (a
+// kustomization with a namePrefix renames the ServiceAccount too).
+func (id Identity) bound(objs []runtime.Object) error {
+	var others []string
+	for _, obj := range objs {
+		var subjects []rbacv1.Subject
+		switch o := obj.(type) {
+		case *rbacv1.RoleBinding:
+			subjects = o.Subjects
+		case *rbacv1.ClusterRoleBinding:
+			subjects = o.Subjects
+		}
+		for _, s := range subjects {
+			switch {
+			case s.Kind == rbacv1.GroupKind && strings.HasPrefix(s.Name, "system:serviceaccounts"):
+				return nil // every ServiceAccount, or a namespace's
+			case s.Kind != rbacv1.ServiceAccountKind:
+			case s.Name == id.ServiceAccount:
+				return nil
+			case !slices.Contains(others, s.Name):
+				others = append(others, s.Name)
+			}
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	return fmt.Errorf("identity: service account %q is bound by none of the RBAC's bindings, which bind %s: name one of those", id.ServiceAccount, strings.Join(others, ", "))
 }
 
 // User is the identity's user name and groups in namespace ns, as the API
@@ -79,46 +113,38 @@ func (id Identity) Config(admin *rest.Config, ns string) *rest.Config {
 	return cfg
 }
 
-// ReadRBAC reads the RBAC objects in paths (files of several YAML or JSON
-// documents, or folders of them, not recursive).
+// ReadRBAC reads the RBAC objects in paths: files of several YAML or JSON
+// documents, folders of them (not recursive), or kustomizations, built as
+// kustomize builds them (a kubebuilder project's config/rbac).
 func ReadRBAC(paths ...string) ([]runtime.Object, error) {
-	files, err := manifestFiles(paths)
+	docs, err := readPaths(paths)
 	if err != nil {
 		return nil, fmt.Errorf("RBAC: %w", err)
 	}
-	var objs []runtime.Object
-	for _, f := range files {
-		docs, err := readDocuments(f)
-		if err != nil {
-			return nil, fmt.Errorf("RBAC: %w", err)
-		}
-		more, err := decodeRBAC(f, docs)
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, more...)
-	}
-	return objs, nil
+	return decodeRBAC(docs)
 }
 
 // DecodeRBAC is ReadRBAC of one file's content, named name in errors: for
 // RBAC a program embeds.
 func DecodeRBAC(name string, data []byte) ([]runtime.Object, error) {
-	docs, err := splitDocuments(name, data)
+	if len(data) > MaxCRDFileSize {
+		return nil, fmt.Errorf("RBAC: %s is larger than %d bytes", name, MaxCRDFileSize)
+	}
+	docs, err := manifest.Split(name, data)
 	if err != nil {
 		return nil, fmt.Errorf("RBAC: %w", err)
 	}
-	return decodeRBAC(name, docs)
+	return decodeRBAC(docs)
 }
 
 // decodeRBAC decodes the ServiceAccounts, Roles, ClusterRoles and bindings
 // of docs, strictly; other kinds are skipped.
-func decodeRBAC(f string, docs []document) ([]runtime.Object, error) {
+func decodeRBAC(docs []manifest.Doc) ([]runtime.Object, error) {
 	var objs []runtime.Object
 	for _, d := range docs {
 		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(d.raw, &tm); err != nil {
-			return nil, fmt.Errorf("RBAC: %s, document %d: %w", f, d.n, err)
+		if err := yaml.Unmarshal(d.Raw, &tm); err != nil {
+			return nil, fmt.Errorf("RBAC: %s, document %d: %w", d.Source, d.N, err)
 		}
 		var obj runtime.Object
 		switch tm.GroupVersionKind() {
@@ -135,58 +161,143 @@ func decodeRBAC(f string, docs []document) ([]runtime.Object, error) {
 		default:
 			continue
 		}
-		if err := yaml.UnmarshalStrict(d.raw, obj); err != nil {
-			return nil, fmt.Errorf("RBAC: %s, document %d: %w", f, d.n, err)
+		if err := yaml.UnmarshalStrict(d.Raw, obj); err != nil {
+			return nil, fmt.Errorf("RBAC: %s, document %d: %w", d.Source, d.N, err)
 		}
 		objs = append(objs, obj)
 	}
 	return objs, nil
 }
 
-// ApplyRBAC creates the RBAC objects for a run in namespace ns, or updates
-// the ones that exist (on a shared control plane another run may have
-// made them), and the identity's ServiceAccount.
+// ApplyRBAC creates the RBAC objects for a run in namespace ns, placed
+// there as Place says, or updates the ones that exist (on a shared control
+// plane another run may have made them), and the identity's
+// ServiceAccount.
 func (id Identity) ApplyRBAC(ctx context.Context, c kubernetes.Interface, ns string, objs []runtime.Object) error {
 	objs = append([]runtime.Object{&corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount},
 	}}, objs...)
-	for _, obj := range objs {
-		obj = obj.DeepCopyObject()
-		place(obj, ns)
+	var owner []metav1.OwnerReference
+	if n, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+		owner = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Namespace", Name: n.Name, UID: n.UID}}
+	}
+	for _, obj := range Place(objs, ns) {
+		m, _ := meta.Accessor(obj)
+		if m.GetNamespace() == "" {
+			// Deleted with the run's namespace, by the garbage collector.
+			m.SetOwnerReferences(owner)
+		}
 		if err := applyOne(ctx, c, obj); err != nil {
-			m, _ := meta.Accessor(obj)
-			return fmt.Errorf("RBAC: applying %T %s: %w", obj, m.GetName(), err)
+			return fmt.Errorf("RBAC: applying %s %s: %w", rbacKind(obj), m.GetName(), err)
 		}
 	}
 	return nil
 }
 
-// place puts namespaced objects and ServiceAccount subjects without a
-// namespace in ns.
-func place(obj runtime.Object, ns string) {
-	m, _ := meta.Accessor(obj)
-	switch o := obj.(type) {
-	case *corev1.ServiceAccount, *rbacv1.Role:
-		if m.GetNamespace() == "" {
-			m.SetNamespace(ns)
+// Place is objs as a run in namespace ns applies them (copies; objs are
+// left as they are). A controller's RBAC names the namespace it is
+// deployed to (kubebuilder's config/rbac names "system"), and each run
+// has a namespace of its own:
+//   - ServiceAccounts, Roles and RoleBindings, whatever namespace they
+//     name, are put in ns;
+//   - a ServiceAccount subject is put in ns when it names no namespace or
+//     one of those objects' namespaces;
+//   - ClusterRoles and ClusterRoleBindings are the run's own, named
+//     "<name>.<ns>" (references to them follow), so that runs side by side
+//     on one control plane do not rebind each other's subjects.
+func Place(objs []runtime.Object, ns string) []runtime.Object {
+	homes := map[string]bool{"": true}
+	clusterRoles := map[string]bool{}
+	for _, obj := range objs {
+		m, _ := meta.Accessor(obj)
+		switch obj.(type) {
+		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding:
+			homes[m.GetNamespace()] = true
+		case *rbacv1.ClusterRole:
+			clusterRoles[m.GetName()] = true
 		}
-	case *rbacv1.RoleBinding:
-		if m.GetNamespace() == "" {
-			m.SetNamespace(ns)
-		}
-		placeSubjects(o.Subjects, ns)
-	case *rbacv1.ClusterRoleBinding:
-		placeSubjects(o.Subjects, ns)
 	}
+	own := func(name string) string { return name + "." + ns }
+	ref := func(r *rbacv1.RoleRef) {
+		if r.Kind == "ClusterRole" && clusterRoles[r.Name] {
+			r.Name = own(r.Name)
+		}
+	}
+	subjects := func(subjects []rbacv1.Subject) {
+		for i := range subjects {
+			if subjects[i].Kind == rbacv1.ServiceAccountKind && homes[subjects[i].Namespace] {
+				subjects[i].Namespace = ns
+			}
+		}
+	}
+	out := make([]runtime.Object, 0, len(objs))
+	for _, obj := range objs {
+		obj = obj.DeepCopyObject()
+		switch o := obj.(type) {
+		case *corev1.ServiceAccount:
+			o.Namespace = ns
+		case *rbacv1.Role:
+			o.Namespace = ns
+		case *rbacv1.RoleBinding:
+			o.Namespace = ns
+			ref(&o.RoleRef)
+			subjects(o.Subjects)
+		case *rbacv1.ClusterRole:
+			o.Name = own(o.Name)
+		case *rbacv1.ClusterRoleBinding:
+			o.Name = own(o.Name)
+			ref(&o.RoleRef)
+			subjects(o.Subjects)
+		}
+		out = append(out, obj)
+	}
+	return out
 }
 
-func placeSubjects(subjects []rbacv1.Subject, ns string) {
-	for i := range subjects {
-		if subjects[i].Kind == rbacv1.ServiceAccountKind && subjects[i].Namespace == "" {
-			subjects[i].Namespace = ns
+// Placed says, in a line, what Place maps for objs: the namespaces it
+// replaces by the run's and how cluster-wide objects are named; "" when
+// it maps nothing.
+func Placed(objs []runtime.Object) string {
+	var homes []string
+	cluster := 0
+	for _, obj := range objs {
+		m, _ := meta.Accessor(obj)
+		switch obj.(type) {
+		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding:
+			if ns := m.GetNamespace(); ns != "" && !slices.Contains(homes, ns) {
+				homes = append(homes, ns)
+			}
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+			cluster++
 		}
 	}
+	var parts []string
+	if len(homes) > 0 {
+		slices.Sort(homes)
+		parts = append(parts, fmt.Sprintf("namespace %s, named by the RBAC, is each run's own namespace", strings.Join(homes, ", ")))
+	}
+	if cluster > 0 {
+		parts = append(parts, fmt.Sprintf("its %d ClusterRoles and ClusterRoleBindings are each run's own, named <name>.<run namespace>", cluster))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rbacKind is obj's kind as the RBAC files write it.
+func rbacKind(obj runtime.Object) string {
+	switch obj.(type) {
+	case *corev1.ServiceAccount:
+		return "ServiceAccount"
+	case *rbacv1.Role:
+		return "Role"
+	case *rbacv1.ClusterRole:
+		return "ClusterRole"
+	case *rbacv1.RoleBinding:
+		return "RoleBinding"
+	case *rbacv1.ClusterRoleBinding:
+		return "ClusterRoleBinding"
+	}
+	return fmt.Sprintf("%T", obj)
 }
 
 func applyOne(ctx context.Context, c kubernetes.Interface, obj runtime.Object) error {
@@ -218,75 +329,29 @@ func applyOne(ctx context.Context, c kubernetes.Interface, obj runtime.Object) e
 	return err
 }
 
-// manifestFiles expands folders into their *.yaml, *.yml and *.json files.
-func manifestFiles(paths []string) ([]string, error) {
-	var files []string
+// manifestLimits bound what one path of CRDs or RBAC reads, a
+// kustomization's files included.
+var manifestLimits = manifest.Limits{File: MaxCRDFileSize, Total: 10 * MaxCRDFileSize}
+
+// readPaths reads the documents of each path: a file, a folder's files, or
+// what a kustomization builds (manifest.Read).
+func readPaths(paths []string) ([]manifest.Doc, error) {
+	var out []manifest.Doc
 	for _, p := range paths {
-		info, err := os.Stat(p)
+		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, err
 		}
-		if !info.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
+		docs, err := manifest.Read(userfile.FS("/"), strings.TrimPrefix(filepath.ToSlash(abs), "/"), manifestLimits)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range entries {
-			switch strings.ToLower(filepath.Ext(e.Name())) {
-			case ".yaml", ".yml", ".json":
-				if !e.IsDir() {
-					files = append(files, filepath.Join(p, e.Name()))
-				}
-			}
+		for i := range docs {
+			docs[i].Source = "/" + docs[i].Source
 		}
+		out = append(out, docs...)
 	}
-	return files, nil
-}
-
-// document is one YAML document of a file, numbered from 1.
-type document struct {
-	n   int
-	raw []byte
-}
-
-// readDocuments reads a manifest file of at most MaxCRDFileSize bytes as
-// its non-empty YAML documents.
-func readDocuments(path string) ([]document, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxCRDFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return splitDocuments(path, data)
-}
-
-// splitDocuments is data, of the file named path, as its non-empty YAML
-// documents.
-func splitDocuments(path string, data []byte) ([]document, error) {
-	if len(data) > MaxCRDFileSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxCRDFileSize)
-	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs []document
-	for n := 1; ; n++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s, document %d: %w", path, n, err)
-		}
-		if len(bytes.TrimSpace(raw)) > 0 {
-			docs = append(docs, document{n, raw})
-		}
-	}
+	return out, nil
 }
 
 // WaitEffective returns once the API server's authorizer lets the identity

@@ -440,6 +440,7 @@ func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 			}
 		})
 	}
+	logPlacement(t, list, controllerFor)
 	for _, sk := range skips {
 		t.Run(sk.name, func(t *testing.T) { t.Skipf("SKIPPED: %v", sk.why) })
 	}
@@ -566,6 +567,30 @@ func planeLogs(t *testing.T, res *reports.Result) string {
 		fmt.Fprintf(&b, "\n  %s (%s):\n%s", component, path, text.Indent(string(lines), "    "))
 	}
 	return b.String()
+}
+
+// logPlacement says once what the runs change in the RBAC their
+// controllers declare (sim.Place): a namespace the files name, such as
+// kubebuilder's "system", becomes each run's own.
+func logPlacement(t *testing.T, list []*scenarios.Scenario, controllerFor func(*scenarios.Scenario) scenarios.Controller) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, s := range list {
+		id := scenarios.IdentityOf(controllerFor(s))
+		if id.IsZero() {
+			continue
+		}
+		objs, err := id.Validate()
+		if err != nil {
+			continue // each run fails saying so
+		}
+		line := sim.Placed(objs)
+		if line == "" || seen[id.ServiceAccount+line] {
+			continue
+		}
+		seen[id.ServiceAccount+line] = true
+		t.Logf("RBAC of service account %s: %s", id.ServiceAccount, line)
+	}
 }
 
 // sameJudgedAgain judges res's history again, as saved and read back, and
