@@ -70,6 +70,11 @@ cd "$ws"
 	--listers-package "$pkg/generated/listers" \
 	"$pkg/api/v1alpha1"
 
+# staticcheck.conf in the generated folder is hand-written: kept as it is.
+if [[ -f "$root/$gen_dir/staticcheck.conf" ]]; then
+	cp "$root/$gen_dir/staticcheck.conf" "$ws/$gen_dir/"
+fi
+
 deepcopy="$api_dir/zz_generated.deepcopy.go"
 if $verify; then
 	status=0

@@ -3,8 +3,8 @@ package fake
 import (
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -37,13 +37,13 @@ func nameRule(gr schema.GroupResource) apivalidation.ValidateNameFunc {
 // pathSegmentName is the check every name gets, so that it fits in a URL.
 func pathSegmentName(name string, prefix bool) []string {
 	if prefix {
-		return content.IsPathSegmentPrefix(name)
+		return path.IsValidPathSegmentPrefix(name)
 	}
-	return content.IsPathSegmentName(name)
+	return path.IsValidPathSegmentName(name)
 }
 
 // rbacName is a path segment, generateName included.
-func rbacName(name string, _ bool) []string { return content.IsPathSegmentName(name) }
+func rbacName(name string, _ bool) []string { return path.IsValidPathSegmentName(name) }
 
 // validateCreate checks an object's metadata, after name generation, as the
 // API server does on create: the name by its resource's rule, and the

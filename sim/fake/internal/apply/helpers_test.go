@@ -112,7 +112,7 @@ func owned(t *testing.T, obj runtime.Object, manager string, op metav1.ManagedFi
 	e := found[0]
 	assert.Equal(t, "FieldsV1", e.FieldsType)
 	require.NotNil(t, e.FieldsV1)
-	return e.FieldsV1.GetRawString()
+	return string(e.FieldsV1.Raw)
 }
 
 func managers(t *testing.T, obj runtime.Object) []string {

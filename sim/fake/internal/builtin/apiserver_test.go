@@ -29,7 +29,7 @@ func TestTableMatchesAPIServer(t *testing.T) {
 			dc, err := discovery.NewDiscoveryClientForConfig(cp.AdminConfig())
 			require.NoError(t, err)
 			dc.UseLegacyDiscovery = legacy
-			groups, lists, err := dc.ServerGroupsAndResourcesWithContext(t.Context())
+			groups, lists, err := dc.ServerGroupsAndResources()
 			require.NoError(t, err)
 			compareWithTable(t, groups, lists)
 		})

@@ -77,7 +77,7 @@ func read(t *testing.T, extra []Resource, legacy bool) ([]*metav1.APIGroup, []*m
 	dc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
 	require.NoError(t, err)
 	dc.UseLegacyDiscovery = legacy
-	groups, lists, err := dc.ServerGroupsAndResourcesWithContext(t.Context())
+	groups, lists, err := dc.ServerGroupsAndResources()
 	require.NoError(t, err)
 	if legacy {
 		assert.Zero(t, s.aggregated.Load(), "aggregated answers to a legacy client")

@@ -211,7 +211,7 @@ func (v *version) validate(ctx context.Context, obj, old map[string]any) field.E
 	if v.subresources != nil && v.subresources.Scale != nil {
 		errs = append(errs, v.validateScale(obj)...)
 	}
-	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
+	errs = append(errs, validateObjectMeta(ctx, obj, v.structural)...)
 	// List invariants ratchet as a whole: an old object that broke them
 	// lets the new one break them too.
 	if old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old)) == 0 {

@@ -13,7 +13,7 @@ import (
 )
 
 type Interface interface {
-	Discovery() discovery.DiscoveryInterfaces
+	Discovery() discovery.DiscoveryInterface
 	ExamplesV1alpha1() examplesv1alpha1.ExamplesV1alpha1Interface
 }
 
@@ -29,7 +29,7 @@ func (c *Clientset) ExamplesV1alpha1() examplesv1alpha1.ExamplesV1alpha1Interfac
 }
 
 // Discovery retrieves the DiscoveryClient
-func (c *Clientset) Discovery() discovery.DiscoveryInterfaces {
+func (c *Clientset) Discovery() discovery.DiscoveryInterface {
 	if c == nil {
 		return nil
 	}

@@ -18,26 +18,7 @@ type NewInformerFunc func(versioned.Interface, time.Duration) cache.SharedIndexI
 type SharedInformerFactory interface {
 	Start(stopCh <-chan struct{})
 	InformerFor(obj runtime.Object, newFunc NewInformerFunc) cache.SharedIndexInformer
-	InformerName() *cache.InformerName
 }
 
 // TweakListOptionsFunc is a function that transforms a v1.ListOptions.
 type TweakListOptionsFunc func(*v1.ListOptions)
-
-// InformerOptions holds the options for creating an informer.
-type InformerOptions struct {
-	// ResyncPeriod is the resync period for this informer.
-	// If not set, defaults to 0 (no resync).
-	ResyncPeriod time.Duration
-
-	// Indexers are the indexers for this informer.
-	Indexers cache.Indexers
-
-	// InformerName is used to uniquely identify this informer for metrics.
-	// If not set, metrics will not be published for this informer.
-	// Use cache.NewInformerName() to create an InformerName at startup.
-	InformerName *cache.InformerName
-
-	// TweakListOptions is an optional function to modify the list options.
-	TweakListOptions TweakListOptionsFunc
-}

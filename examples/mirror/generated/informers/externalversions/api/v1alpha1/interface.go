@@ -9,7 +9,7 @@ import (
 // Interface provides access to all the informers in this group version.
 type Interface interface {
 	// Mirrors returns a MirrorInformer.
-	Mirrors() TypedMirrorInformer
+	Mirrors() MirrorInformer
 }
 
 type version struct {
@@ -23,7 +23,7 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
-// Mirrors returns a TypedMirrorInformer.
-func (v *version) Mirrors() TypedMirrorInformer {
+// Mirrors returns a MirrorInformer.
+func (v *version) Mirrors() MirrorInformer {
 	return &mirrorInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -12,45 +12,16 @@ import (
 	apiv1alpha1 "github.com/converge-lab/converge/examples/mirror/generated/listers/api/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
-	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	watch "k8s.io/apimachinery/pkg/watch"
 	cache "k8s.io/client-go/tools/cache"
 )
 
 // MirrorInformer provides access to a shared informer and lister for
-// Mirrors. Prefer using the type-safe variant (see [TypedMirrorInformer]).
+// Mirrors.
 type MirrorInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() apiv1alpha1.MirrorLister
 }
-
-// TypedMirrorInformer provides access to a shared informer and lister for
-// Mirrors, including the type-safe TypedInformer variant.
-// It is a superset of MirrorInformer.
-type TypedMirrorInformer interface {
-	Informer() cache.SharedIndexInformer
-	TypedInformer() MirrorIndexInformer
-	Lister() apiv1alpha1.MirrorLister
-}
-
-// MirrorIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
-// with type-safe variants of several methods.
-type MirrorIndexInformer cache.TypedSharedIndexInformer[*mirrorapiv1alpha1.Mirror]
-
-// MirrorHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for Mirror.
-type MirrorHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*mirrorapiv1alpha1.Mirror]
-
-// MirrorDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for Mirror.
-type MirrorDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*mirrorapiv1alpha1.Mirror]
-
-// MirrorFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for Mirror.
-type MirrorFilteringHandler = cache.TypedFilteringResourceEventHandler[*mirrorapiv1alpha1.Mirror]
-
-// MirrorIndexers is a specialization of [cache.TypedIndexers] for Mirror.
-type MirrorIndexers = cache.TypedIndexers[*mirrorapiv1alpha1.Mirror]
-
-// DeletedMirror is a specialization of [cache.DeletedObject] for Mirror.
-type DeletedMirror = cache.DeletedObject[*mirrorapiv1alpha1.Mirror]
 
 type mirrorInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -61,132 +32,55 @@ type mirrorInformer struct {
 // NewMirrorInformer constructs a new informer for Mirror type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-// If you really need an independent one, prefer using the type-safe variant (see [NewTypedMirrorInformer]).
 func NewMirrorInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-	return NewMirrorInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
-}
-
-// NewTypedMirrorInformer constructs a new informer for Mirror type.
-// Always prefer using an informer factory to get a shared informer instead of getting an independent
-// one. This reduces memory footprint and number of connections to the server.
-func NewTypedMirrorInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers MirrorIndexers) MirrorIndexInformer {
-	return NewTypedMirrorInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
+	return NewFilteredMirrorInformer(client, namespace, resyncPeriod, indexers, nil)
 }
 
 // NewFilteredMirrorInformer constructs a new informer for Mirror type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredMirrorInformer]).
 func NewFilteredMirrorInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return NewTypedMirrorInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
-}
-
-// NewTypedFilteredMirrorInformer constructs a new informer for Mirror type.
-// Always prefer using an informer factory to get a shared informer instead of getting an independent
-// one. This reduces memory footprint and number of connections to the server.
-func NewTypedFilteredMirrorInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers MirrorIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) MirrorIndexInformer {
-	return NewTypedMirrorInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
-}
-
-// NewMirrorInformerWithOptions constructs a new informer for Mirror type with additional options.
-// Always prefer using an informer factory to get a shared informer instead of getting an independent
-// one. This reduces memory footprint and number of connections to the server.
-// If you really need an independent one, prefer using the type-safe variant (see [NewTypedMirrorInformerWithOptions]).
-func NewMirrorInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
-	return NewTypedMirrorInformerWithOptions(client, namespace, options)
-}
-
-// NewTypedMirrorInformerWithOptions constructs a new informer for Mirror type with additional options.
-// Always prefer using an informer factory to get a shared informer instead of getting an independent
-// one. This reduces memory footprint and number of connections to the server.
-func NewTypedMirrorInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) MirrorIndexInformer {
-	gvr := schema.GroupVersionResource{Group: "examples.converge.dev", Version: "v1alpha1", Resource: "mirrors"}
-	identifier := options.InformerName.WithResource(gvr)
-	tweakListOptions := options.TweakListOptions
-	return cache.NewTypedSharedIndexInformer[*mirrorapiv1alpha1.Mirror](cache.NewSharedIndexInformerWithOptions(
+	return cache.NewSharedIndexInformer(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
+			ListFunc: func(options v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&opts)
+					tweakListOptions(&options)
 				}
-				return client.ExamplesV1alpha1().Mirrors(namespace).List(context.Background(), opts)
+				return client.ExamplesV1alpha1().Mirrors(namespace).List(context.Background(), options)
 			},
-			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
+			WatchFunc: func(options v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&opts)
+					tweakListOptions(&options)
 				}
-				return client.ExamplesV1alpha1().Mirrors(namespace).Watch(context.Background(), opts)
+				return client.ExamplesV1alpha1().Mirrors(namespace).Watch(context.Background(), options)
 			},
-			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, options v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&opts)
+					tweakListOptions(&options)
 				}
-				return client.ExamplesV1alpha1().Mirrors(namespace).List(ctx, opts)
+				return client.ExamplesV1alpha1().Mirrors(namespace).List(ctx, options)
 			},
-			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, options v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
-					tweakListOptions(&opts)
+					tweakListOptions(&options)
 				}
-				return client.ExamplesV1alpha1().Mirrors(namespace).Watch(ctx, opts)
+				return client.ExamplesV1alpha1().Mirrors(namespace).Watch(ctx, options)
 			},
 		}, client),
 		&mirrorapiv1alpha1.Mirror{},
-		cache.SharedIndexInformerOptions{
-			ResyncPeriod: options.ResyncPeriod,
-			Indexers:     options.Indexers,
-			Identifier:   identifier,
-		},
-	))
+		resyncPeriod,
+		indexers,
+	)
 }
 
 func (f *mirrorInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewTypedMirrorInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
+	return NewFilteredMirrorInformer(client, f.namespace, resyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweakListOptions)
 }
 
 func (f *mirrorInformer) Informer() cache.SharedIndexInformer {
-	return f.TypedInformer()
-}
-
-func (f *mirrorInformer) TypedInformer() MirrorIndexInformer {
-	return cache.NewTypedSharedIndexInformer[*mirrorapiv1alpha1.Mirror](f.factory.InformerFor(&mirrorapiv1alpha1.Mirror{}, f.defaultInformer))
+	return f.factory.InformerFor(&mirrorapiv1alpha1.Mirror{}, f.defaultInformer)
 }
 
 func (f *mirrorInformer) Lister() apiv1alpha1.MirrorLister {
 	return apiv1alpha1.NewMirrorLister(f.Informer().GetIndexer())
-}
-
-// ToTypedMirrorInformer converts an untyped informer into a TypedMirrorInformer.
-//
-// WARNING: this conversion is only safe if the informer handles objects of type
-// *Mirror. If that is not the case, calling type-safe methods of the returned
-// TypedMirrorInformer leads to runtime panics. A safer alternative is to pass
-// around a TypedMirrorInformer instances that was obtained from a
-// SharedInformerFactory.
-func ToTypedMirrorInformer(informer MirrorInformer) TypedMirrorInformer {
-	if informer, ok := informer.(TypedMirrorInformer); ok {
-		return informer
-	}
-	return &mirrorTypedInformerAdapter{informer}
-}
-
-type mirrorTypedInformerAdapter struct {
-	MirrorInformer
-}
-
-func (a *mirrorTypedInformerAdapter) TypedInformer() MirrorIndexInformer {
-	return cache.NewTypedSharedIndexInformer[*mirrorapiv1alpha1.Mirror](a.Informer())
-}
-
-// ToMirrorIndexInformer converts an untyped informer into a MirrorIndexInformer.
-//
-// WARNING: this conversion is only safe if the informer handles objects of type
-// *Mirror. If that is not the case, calling type-safe methods of the returned
-// MirrorIndexInformer leads to runtime panics. A safer alternative is to pass
-// around a MirrorIndexInformer instances that was obtained from a
-// SharedInformerFactory.
-func ToMirrorIndexInformer(informer cache.SharedIndexInformer) MirrorIndexInformer {
-	if informer, ok := informer.(MirrorIndexInformer); ok {
-		return informer
-	}
-	return cache.NewTypedSharedIndexInformer[*mirrorapiv1alpha1.Mirror](informer)
 }
