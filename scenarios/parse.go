@@ -92,7 +92,11 @@ func LoadFS(fsys fs.FS, dir string) ([]*Scenario, error) {
 	var errs []error
 	seen := map[string]string{}
 	for _, f := range files {
-		s, err := ParseFS(fsys, f, "")
+		shown := ""
+		if fsys == rootFS { // its names are absolute paths without the "/"
+			shown = "/" + f
+		}
+		s, err := ParseFS(fsys, f, shown)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -164,6 +164,6 @@ killing every process group it started, each named with its pid.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(listCommand(ctx, stdout, stderr), runCommand(ctx, stdout, stderr), replayCommand(ctx, stdout, stderr), reportCommand(stdout),
 		exploreCommand(ctx, stdout, stderr), shrinkCommand(ctx, stdout, stderr), mergeCommand(stdout), judgeCommand(ctx, stdout),
-		kwokCommand(ctx, stdout, stderr))
+		kwokCommand(ctx, stdout, stderr), initCommand(stdout))
 	return root
 }

@@ -5,9 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/converge-lab/converge/internal/golden"
 	"github.com/spf13/cobra"
@@ -103,4 +107,31 @@ func paragraph(text string) string {
 		}
 	}
 	return strings.Join(out, "")
+}
+
+// TestKubebuilderGuideQuotesTheCLI: each converge command the kubebuilder
+// guide quotes names a command and flags the CLI has.
+func TestKubebuilderGuideQuotesTheCLI(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "kubebuilder.md"))
+	require.NoError(t, err)
+	quoted := 0
+	inBlock := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if !inBlock || !strings.HasPrefix(line, "converge ") {
+			continue
+		}
+		quoted++
+		args := strings.Fields(line)[1:]
+		root := rootCommand(context.Background(), io.Discard, io.Discard)
+		c, rest, err := root.Find(args)
+		require.NoError(t, err, line)
+		require.NotEqual(t, root, c, "%s: no such command", line)
+		require.NoError(t, c.ParseFlags(rest), line)
+		require.NoError(t, c.ValidateArgs(c.Flags().Args()), line)
+	}
+	assert.Equal(t, 2, quoted, "the commands the guide quotes")
 }

@@ -211,10 +211,12 @@ func (k *kustomizeFS) checkLocal(name string, data []byte) error {
 		return fmt.Errorf("%s: %s %q: %s; converge builds a kustomization from local files only", name, field, entry, why)
 	}
 	dir := path.Dir(name)
+	//lint:ignore SA1019 kustomize still builds the deprecated fields, so they are checked too
+	bases := kust.Bases
 	for _, l := range []struct {
 		field string
 		list  []string
-	}{{"resources", kust.Resources}, {"bases", kust.Bases}, {"components", kust.Components}, {"crds", kust.Crds}} {
+	}{{"resources", kust.Resources}, {"bases", bases}, {"components", kust.Components}, {"crds", kust.Crds}} {
 		field := l.field
 		for _, e := range l.list {
 			if remote(e) {
@@ -235,9 +237,11 @@ func (k *kustomizeFS) checkLocal(name string, data []byte) error {
 	add("generators", kust.Generators...)
 	add("transformers", kust.Transformers...)
 	add("validators", kust.Validators...)
+	//lint:ignore SA1019 kustomize still builds the deprecated fields, so they are checked too
 	for _, p := range kust.PatchesStrategicMerge {
 		add("patchesStrategicMerge", string(p))
 	}
+	//lint:ignore SA1019 kustomize still builds the deprecated fields, so they are checked too
 	for _, p := range append(kust.Patches, kust.PatchesJson6902...) {
 		add("patches.path", p.Path)
 	}

@@ -179,8 +179,18 @@ func registered() *flag.FlagSet {
 // the tests, and stops the envtest control plane and the kwok cluster they
 // shared (envtest.SharedWith, cluster.StopShared). It returns the exit
 // code.
+//
+// When $KUBEBUILDER_ASSETS is unset and converge's control-plane binaries
+// are built (envtest.DefaultAssetsDir), Main sets it to their folder, so
+// that an envtest suite of the package's own (kubebuilder scaffolds one
+// beside the controllers) starts the same kube-apiserver and etcd.
 func Main(m *testing.M) int {
 	RegisterFlags()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		if dir, err := envtest.FindAssets(); err == nil {
+			_ = os.Setenv("KUBEBUILDER_ASSETS", dir)
+		}
+	}
 	scenarios.PrepareProcess()
 	code := m.Run()
 	if err := errors.Join(envtest.StopShared(), cluster.StopShared()); err != nil {

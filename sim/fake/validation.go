@@ -37,13 +37,15 @@ func nameRule(gr schema.GroupResource) apivalidation.ValidateNameFunc {
 // pathSegmentName is the check every name gets, so that it fits in a URL.
 func pathSegmentName(name string, prefix bool) []string {
 	if prefix {
+		//lint:ignore SA1019 package content is new in v0.37; path is in every minor converge supports
 		return path.IsValidPathSegmentPrefix(name)
 	}
+	//lint:ignore SA1019 package content is new in v0.37; path is in every minor converge supports
 	return path.IsValidPathSegmentName(name)
 }
 
 // rbacName is a path segment, generateName included.
-func rbacName(name string, _ bool) []string { return path.IsValidPathSegmentName(name) }
+func rbacName(name string, _ bool) []string { return pathSegmentName(name, false) }
 
 // validateCreate checks an object's metadata, after name generation, as the
 // API server does on create: the name by its resource's rule, and the

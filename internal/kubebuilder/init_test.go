@@ -1,0 +1,114 @@
+package kubebuilder
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// copyFixture copies testdata/name, a project as kubebuilder scaffolds it,
+// to a folder of the test's.
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("testdata", name))))
+	return dir
+}
+
+// TestInitOnAKubebuilderProject is a kubebuilder user's first hour: a
+// project scaffolded by kubebuilder v4 (`init`, `create api`, a reconciler
+// that keeps a ConfigMap per Widget and reports Available, `make
+// manifests`), on controller-runtime v0.24.1, one minor behind converge's
+// newest. converge init writes its test and a starter scenario, and its
+// go test passes, kubebuilder's own envtest suite beside it, with the
+// scaffold's RBAC, CRDs and samples as they are.
+func TestInitOnAKubebuilderProject(t *testing.T) {
+	dir := copyFixture(t, "widgets")
+	root, err := Find(filepath.Join(dir, "internal", "controller"))
+	require.NoError(t, err)
+	assert.Equal(t, dir, root)
+	files, notes, err := Plan(root)
+	require.NoError(t, err)
+	assert.Empty(t, notes)
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.Path)
+	}
+	assert.Equal(t, []string{"internal/controller/converge_test.go", "internal/controller/testdata/converge/widget.yaml"}, paths)
+	require.NoError(t, Write(root, files))
+	scenario, err := os.ReadFile(filepath.Join(root, "internal/controller/testdata/converge/widget.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(scenario), "type: Available", "the kind has conditions and the reconciler sets Available")
+	assert.Contains(t, string(scenario), "kind: ConfigMap", "its role lets it create ConfigMaps: their owner must exist")
+	err = Write(root, files)
+	assert.ErrorContains(t, err, "internal/controller/converge_test.go, internal/controller/testdata/converge/widget.yaml already there")
+
+	// The user adds converge (here: this checkout) and runs go test.
+	converge, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	goCmd := func(args ...string) (string, error) {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	_, err = goCmd("mod", "edit", "-require=github.com/converge-lab/converge@v0.0.0", "-replace=github.com/converge-lab/converge="+converge)
+	require.NoError(t, err)
+	sum, err := os.ReadFile(filepath.Join(converge, "go.sum"))
+	require.NoError(t, err)
+	f, err := os.OpenFile(filepath.Join(root, "go.sum"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write(sum)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	out, err := goCmd("mod", "tidy")
+	require.NoError(t, err, out)
+	// -race shares the build cache with this repository's own tests.
+	out, err = goCmd("test", "-race", "-count=1", "-v", "./internal/controller")
+	require.NoError(t, err, "%s", lastLines(out, 60))
+	assert.Contains(t, out, "--- PASS: TestScenarios/widget/fake/seed-1")
+	if !strings.Contains(out, "SKIPPED (envtest)") {
+		assert.Contains(t, out, "--- PASS: TestScenarios/widget/envtest/seed-1")
+	}
+	assert.Contains(t, out, "--- PASS: TestControllers", "kubebuilder's own envtest suite finds the control plane converge's TestMain names")
+	assert.Contains(t, out, "RBAC of service account controller-manager: namespace system, named by the RBAC, is each run's own namespace")
+}
+
+// TestInitSaysWhatItCannotRead: outside a project, or in one it cannot
+// read, init names what it looked for and where, and writes nothing.
+func TestInitSaysWhatItCannotRead(t *testing.T) {
+	_, err := Find(t.TempDir())
+	assert.ErrorIs(t, err, ErrNoProject)
+	assert.ErrorContains(t, err, "no PROJECT file in ")
+
+	dir := copyFixture(t, "widgets")
+	require.NoError(t, os.Rename(filepath.Join(dir, "internal", "controller"), filepath.Join(dir, "internal", "elsewhere")))
+	_, _, err = Plan(dir)
+	assert.ErrorContains(t, err, "no reconciler (a type with a SetupWithManager method) in internal/controller under "+dir)
+
+	dir = copyFixture(t, "widgets")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config", "crd", "bases", "apps.example.com_widgets.yaml"), []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: [\n"), 0o644))
+	_, _, err = Plan(dir)
+	assert.ErrorContains(t, err, "apps.example.com_widgets.yaml")
+
+	dir = copyFixture(t, "widgets")
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "config", "rbac")))
+	_, _, err = Plan(dir)
+	assert.ErrorContains(t, err, "no config/rbac under "+dir)
+
+	dir = copyFixture(t, "widgets")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ProjectFile), []byte("layout:\n- helm.kubebuilder.io/v1\n"), 0o644))
+	_, _, err = Plan(dir)
+	assert.ErrorContains(t, err, "converge init knows the Go layouts")
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
