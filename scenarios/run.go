@@ -365,6 +365,7 @@ func (r *run) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	began := time.Now()
 	env, err := backend.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("starting the %s backend: %w", r.opts.Backend.Name(), err)
@@ -379,7 +380,7 @@ func (r *run) run(ctx context.Context) error {
 	}()
 	r.env = env
 	if sup, ok := env.ControlPlane.(sim.Supervised); ok {
-		defer r.supervise(ctx, sup)()
+		defer r.supervise(ctx, sup, began)()
 	}
 	for i, in := range plan {
 		if err := in.Fault.Available(r.layer(r.faultController(i))); err != nil {
