@@ -17,6 +17,7 @@ import (
 var unused = &rest.Config{Host: "http://unused.invalid"}
 
 func TestNewValidatesConfig(t *testing.T) {
+	//lint:ignore SA1019 code-generator v0.35, which builds against every minor converge supports, writes no NewClientset
 	kube, mirrors := kubernetes.NewForConfigOrDie(unused), versionedfake.NewSimpleClientset()
 	for _, tc := range []struct {
 		name string
@@ -57,6 +58,7 @@ func TestBugsAreDescribedAndAccepted(t *testing.T) {
 		assert.NotEmpty(t, b.Description, b.Name)
 		assert.False(t, seen[b.Name], "%s listed twice", b.Name)
 		seen[b.Name] = true
+		//lint:ignore SA1019 code-generator v0.35, which builds against every minor converge supports, writes no NewClientset
 		_, err := mirror.New(mirror.Config{Namespace: ns, Bug: b.Name}, kubernetes.NewForConfigOrDie(unused), versionedfake.NewSimpleClientset())
 		assert.NoError(t, err, b.Name)
 	}
