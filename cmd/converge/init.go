@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -56,8 +57,8 @@ project.`,
 // testDir is the folder of the first test file written.
 func testDir(files []kubebuilder.File) string {
 	for _, f := range files {
-		if len(f.Path) > len("converge_test.go") && f.Path[len(f.Path)-len("converge_test.go"):] == "converge_test.go" {
-			return f.Path[:len(f.Path)-len("/converge_test.go")]
+		if filepath.Base(f.Path) == "converge_test.go" {
+			return filepath.ToSlash(filepath.Dir(f.Path))
 		}
 	}
 	return "..."

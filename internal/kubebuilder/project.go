@@ -30,6 +30,8 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"sigs.k8s.io/yaml"
+
+	"github.com/converge-lab/converge/internal/userfile"
 )
 
 // ProjectFile is the file kubebuilder and operator-sdk write at a project's
@@ -111,19 +113,7 @@ func isFile(p string) bool {
 // maxFile bounds each file Read reads: PROJECT, go.mod, Go sources.
 const maxFile = 4 << 20
 
-func readFile(p string) ([]byte, error) {
-	info, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	if info.Size() > maxFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxFile)
-	}
-	return os.ReadFile(p)
-}
+func readFile(p string) ([]byte, error) { return userfile.ReadFile(p, maxFile) }
 
 // ReadProject reads the PROJECT file and go.mod of the project at root.
 func ReadProject(root string) (*Project, error) {

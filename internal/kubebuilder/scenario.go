@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -132,7 +131,7 @@ func (p *Project) readyType(pkg *Package, crd *apiextensionsv1.CustomResourceDef
 		}
 	}
 	for _, t := range readyTypes {
-		if regexp.MustCompile(`"` + t + `"`).Match(src) {
+		if bytes.Contains(src, []byte(`"`+t+`"`)) {
 			return t
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/converge-lab/converge/internal/userfile"
 )
 
 // MaxReads bounds the files one build reads, a file read again counted
@@ -181,7 +183,7 @@ func (k *kustomizeFS) ReadFile(p string) ([]byte, error) {
 	}
 	data, err := ReadFile(k.fsys, name, left)
 	if err != nil {
-		if tl := new(TooLargeError); errors.As(err, &tl) {
+		if tl := new(userfile.TooLargeError); errors.As(err, &tl) {
 			return nil, k.fail(err)
 		}
 		return nil, err

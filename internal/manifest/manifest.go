@@ -181,17 +181,7 @@ func ReadFile(fsys fs.FS, name string, left int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if int64(len(data)) > left {
-		return nil, &TooLargeError{Name: name, Limit: left}
+		return nil, &userfile.TooLargeError{Name: name, Max: left}
 	}
 	return data, nil
-}
-
-// TooLargeError: the manifests named go past the bytes a reader allows.
-type TooLargeError struct {
-	Name  string
-	Limit int64
-}
-
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("%s is larger than the %d bytes left to read of manifests", e.Name, e.Limit)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/converge-lab/converge/internal/userfile"
 )
 
 // project is config/ as a kubebuilder project lays it out: folders built
@@ -159,7 +161,7 @@ func TestReadOutsideItsRootIsKustomizesError(t *testing.T) {
 
 func TestReadIsBounded(t *testing.T) {
 	_, err := Read(project(), "config/rbac", Limits{Total: 100})
-	var tl *TooLargeError
+	var tl *userfile.TooLargeError
 	require.ErrorAs(t, err, &tl)
 
 	// Each level includes the one below twice, under two prefixes: 2^30
