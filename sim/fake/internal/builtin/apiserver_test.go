@@ -62,7 +62,7 @@ func TestTableMatchesAPIServer(t *testing.T) {
 			}
 			var got metav1.APIResourceList
 			get(t, path, discovery.AcceptV1, &got)
-			got.APIResources = slices.DeleteFunc(got.APIResources, func(r metav1.APIResource) bool { return !inTable(gv, r.Name) })
+			got.APIResources = slices.DeleteFunc(got.APIResources, func(r metav1.APIResource) bool { return !inTable(gv, r.Name, kindOf(gv, r)) })
 			for i := range got.APIResources {
 				got.APIResources[i].StorageVersionHash = "" // see the package doc
 			}
@@ -114,12 +114,12 @@ func coveredDiscovery(groups []apidiscoveryv2.APIGroupDiscovery) []apidiscoveryv
 			}
 			var resources []apidiscoveryv2.APIResourceDiscovery
 			for _, r := range v.Resources {
-				if !inTable(gv, r.Resource) {
+				if r.ResponseKind == nil || !inTable(gv, r.Resource, schema.GroupVersionKind(*r.ResponseKind)) {
 					continue
 				}
 				var subresources []apidiscoveryv2.APISubresourceDiscovery
 				for _, s := range r.Subresources {
-					if inTable(gv, r.Resource+"/"+s.Subresource) {
+					if s.ResponseKind != nil && inTable(gv, r.Resource+"/"+s.Subresource, schema.GroupVersionKind(*s.ResponseKind)) {
 						subresources = append(subresources, s)
 					}
 				}

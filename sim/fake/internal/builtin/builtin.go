@@ -19,10 +19,17 @@
 // changed, and every builder returns fresh values.
 //
 // Limits:
-//   - Only group-versions whose kinds client-go's scheme registers are in
-//     the table: apiextensions.k8s.io and apiregistration.k8s.io, which the
-//     server also serves, are not. Alpha and beta versions are off by
-//     default on the server and absent here too.
+//   - Only resources whose kinds client-go's scheme registers are in the
+//     table: apiextensions.k8s.io and apiregistration.k8s.io, which the
+//     server also serves, are not, and built against a client-go older
+//     than the server, neither are the kinds that client-go does not have
+//     yet (v0.35 lacks six of v1.37's: ClusterTrustBundle and
+//     PodCertificateRequest of certificates.k8s.io/v1,
+//     MutatingAdmissionPolicy and its binding of
+//     admissionregistration.k8s.io/v1, DeviceTaintRule of
+//     resource.k8s.io/v1, and storagemigration.k8s.io/v1).
+//     Alpha and beta versions are off by default on the server and absent
+//     here too.
 //   - Discovery carries no storageVersionHash: it names a storage version,
 //     and the fake has no storage to migrate.
 //   - /api carries no serverAddressByClientCIDRs: the address is the
@@ -38,8 +45,43 @@ package builtin
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
+
+// table is what the fake serves: the server's resources (served) whose
+// kinds the client-go it is built with can decode. Built against an older
+// client-go, a kind the server added since (certificates.k8s.io/v1
+// ClusterTrustBundle is v1beta1 in client-go v0.35) is left out, and so is
+// a subresource whose kind it lacks.
+var table = decodable(served, func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := scheme.AddToScheme(s); err != nil {
+		panic(err) // client-go's own types: cannot fail
+	}
+	return s
+}())
+
+func decodable(rs []Resource, s *runtime.Scheme) []Resource {
+	var out []Resource
+	for _, r := range rs {
+		gv := r.GVR.GroupVersion()
+		if !s.Recognizes(gv.WithKind(r.Kind)) {
+			continue
+		}
+		r = r.clone()
+		r.Subresources = slices.DeleteFunc(r.Subresources, func(sub Subresource) bool {
+			sgv := schema.GroupVersion{Group: sub.Group, Version: sub.Version}
+			if sgv.Empty() {
+				sgv = gv
+			}
+			return !s.Recognizes(sgv.WithKind(sub.Kind))
+		})
+		out = append(out, r)
+	}
+	return out
+}
 
 // Resource is one top-level resource as discovery describes it.
 type Resource struct {

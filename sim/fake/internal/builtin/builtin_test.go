@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -164,4 +166,51 @@ func TestCallersCannotChangeTheTable(t *testing.T) {
 
 	assert.Equal(t, before, All())
 	assert.Equal(t, "v1", PreferredVersions()["apps"])
+}
+
+// TestDecodableLeavesOutWhatClientGoLacks builds the table against a
+// client-go that knows Deployments but not Scale: every other resource
+// goes, and deployments keep status but lose scale.
+func TestDecodableLeavesOutWhatClientGoLacks(t *testing.T) {
+	s := runtime.NewScheme()
+	s.AddKnownTypes(appsv1.SchemeGroupVersion, &appsv1.Deployment{})
+	got := decodable(served, s)
+	require.Len(t, got, 1)
+	assert.Equal(t, "deployments", got[0].GVR.Resource)
+	var subs []string
+	for _, sub := range got[0].Subresources {
+		subs = append(subs, sub.Name)
+	}
+	assert.Equal(t, []string{"status"}, subs)
+
+	full, ok := func() (Resource, bool) {
+		for _, r := range served {
+			if r.GVR == got[0].GVR {
+				return r, true
+			}
+		}
+		return Resource{}, false
+	}()
+	require.True(t, ok)
+	assert.Len(t, full.Subresources, 2, "served itself is not changed")
+}
+
+// TestTableLeavesOut says which of the server's resources the client-go
+// this is built with cannot decode: none with the newest client-go
+// converge supports, the kinds v1.37 added since with an older one (six
+// with v0.35).
+func TestTableLeavesOut(t *testing.T) {
+	var out []string
+	for _, r := range served {
+		if _, ok := Lookup(r.GVR); !ok {
+			out = append(out, r.GVR.GroupVersion().WithKind(r.Kind).String())
+		}
+	}
+	t.Logf("left out, as client-go does not register their kinds: %v", out)
+	if clientGoScheme.Recognizes(schema.GroupVersionKind{Group: "storagemigration.k8s.io", Version: "v1", Kind: "StorageVersionMigration"}) {
+		assert.Empty(t, out)
+	} else {
+		assert.NotEmpty(t, out)
+		assert.NotContains(t, out, "apps/v1, Kind=Deployment")
+	}
 }

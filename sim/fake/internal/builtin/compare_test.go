@@ -31,10 +31,24 @@ var clientGoScheme = func() *runtime.Scheme {
 func covered(gv schema.GroupVersion) bool { return clientGoScheme.IsVersionRegistered(gv) }
 
 // inTable reports whether a server's resource (or "<resource>/<subresource>")
-// of gv should be in the table.
-func inTable(gv schema.GroupVersion, name string) bool {
+// of gv, serving kind, should be in the table: client-go's scheme
+// registers the kind (a group-version client-go has may lack a kind the
+// server added since) and omitted does not name it. An empty group and
+// version in kind mean gv's.
+func inTable(gv schema.GroupVersion, name string, kind schema.GroupVersionKind) bool {
+	if kind.Group == "" && kind.Version == "" {
+		kind = gv.WithKind(kind.Kind)
+	}
 	_, skip := omitted[gv.String()+" "+name]
-	return covered(gv) && !skip
+	return covered(gv) && clientGoScheme.Recognizes(kind) && !skip
+}
+
+// kindOf is the kind an APIResource of gv serves.
+func kindOf(gv schema.GroupVersion, r metav1.APIResource) schema.GroupVersionKind {
+	if r.Group != "" || r.Version != "" {
+		return schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+	}
+	return gv.WithKind(r.Kind)
 }
 
 // compareWithTable holds what a discovery client read (ServerGroupsAndResources)
@@ -66,7 +80,7 @@ func compareWithTable(t *testing.T, groups []*metav1.APIGroup, lists []*metav1.A
 			continue
 		}
 		for _, r := range l.APIResources {
-			if inTable(gv, r.Name) {
+			if inTable(gv, r.Name, kindOf(gv, r)) {
 				served[gv.String()+" "+r.Name] = r
 			}
 		}

@@ -10,10 +10,10 @@ var (
 	createOnly     = []string{"create"}
 )
 
-// table is kube-apiserver v1.37.2's discovery: group-version by
+// served is kube-apiserver v1.37.2's discovery: group-version by
 // group-version in the order it lists them, each group's preferred version
 // first, and within one, resources and their subresources in its order.
-var table = []Resource{
+var served = []Resource{
 	// v1
 	{
 		GVR:  schema.GroupVersionResource{Group: "", Version: "v1", Resource: "bindings"},
