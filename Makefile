@@ -4,7 +4,7 @@ GO    ?= go
 PKGS  ?= ./...
 BIN   := bin
 
-.PHONY: help demo build test test-full ci-time lint fmt vet staticcheck bench fuzz assets chaos zoo explore kind-chaos kwok-cluster kwok-chaos clean
+.PHONY: help demo build test test-full compat ci-time lint fmt vet staticcheck bench fuzz assets chaos zoo explore kind-chaos kwok-cluster kwok-chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -64,6 +64,9 @@ test: assets vet ## presubmit (what CI runs): gofmt, go vet, staticcheck and the
 
 test-full: assets vet ## nightly: gofmt, go vet, staticcheck and every test with the race detector, the full matrix of catalogue, profiles and backends in real time
 	$(call with-staticcheck,$(GO) test -race -vet=off -p $(TESTPARA) -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
+
+compat: assets ## the -short tier against controller-runtime v0.23, v0.24 and v0.25, each with its k8s.io modules; logs in bin/compat
+	hack/compat.sh
 
 ci-time: ## .ci/run in a fresh clone with cold caches, timed: phases, the slowest packages and tests (bin/ci-time)
 	hack/ci-time.sh
