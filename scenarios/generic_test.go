@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -261,7 +262,9 @@ func TestForbiddenRequestIsNamed(t *testing.T) {
 }
 
 // The fault profiles apply to a controller the catalogue has never seen:
-// its one fault-free scenario runs under each of them.
+// its one fault-free scenario runs under each of them, with
+// controller-runtime's priority queue and with its plain one, whose
+// metrics may go to another registry (see gather).
 func TestFaultProfilesApplyToAnyController(t *testing.T) {
 	base, err := scenarios.LoadDir("testdata/widgets/base")
 	require.NoError(t, err)
@@ -270,18 +273,25 @@ func TestFaultProfilesApplyToAnyController(t *testing.T) {
 	profiles, err := scenarios.FaultProfiles()
 	require.NoError(t, err)
 	require.Len(t, all, 1+len(profiles))
-	for _, s := range all {
-		if !s.RunsOn(fake.Name) {
-			continue
-		}
-		t.Run(s.Name, func(t *testing.T) {
-			var res *reports.Result
-			synctest.Test(t, func(t *testing.T) {
-				res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: widgetController(noBug)})
+	plain := widgetController(noBug)
+	plain.Options = func(o *manager.Options) { o.Controller.UsePriorityQueue = ptr.To(false) }
+	for _, q := range []struct {
+		name string
+		c    scenarios.Manager
+	}{{"priority-queue", widgetController(noBug)}, {"plain-queue", plain}} {
+		for _, s := range all {
+			if !s.RunsOn(fake.Name) {
+				continue
+			}
+			t.Run(q.name+"/"+s.Name, func(t *testing.T) {
+				var res *reports.Result
+				synctest.Test(t, func(t *testing.T) {
+					res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: q.c})
+				})
+				require.Empty(t, res.Error)
+				assert.True(t, res.Pass, "%v", res.Reasons)
+				assert.Empty(t, res.Unfired)
 			})
-			require.Empty(t, res.Error)
-			assert.True(t, res.Pass, "%v", res.Reasons)
-			assert.Empty(t, res.Unfired)
-		})
+		}
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -211,25 +213,60 @@ type crMetrics struct {
 	depth, active, reconciles, retries float64
 }
 
+// gather reads them. A controller's work queue reports to the workqueue
+// metrics provider client-go was given first: controller-runtime's
+// priority queue always to controller-runtime's registry, but its other
+// queue (UsePriorityQueue false) to whichever package of the binary set
+// client-go's provider first, which may be component-base's (imported by
+// k8s.io/apiserver) and its legacy registry. So depth and retries are read
+// from both, the legacy registry's only for the controllers
+// controller-runtime counts reconciles of: a queue reports to one of them.
 func gather() crMetrics {
 	var m crMetrics
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		return m
-	}
-	for _, f := range families {
+	controllers := map[string]bool{}
+	queues := func(f *dto.MetricFamily, only map[string]bool) {
 		for _, s := range f.GetMetric() {
+			if only != nil && !only[label(s, "name")] {
+				continue
+			}
 			switch f.GetName() {
 			case "workqueue_depth":
 				m.depth += s.GetGauge().GetValue()
-			case "controller_runtime_active_workers":
-				m.active += s.GetGauge().GetValue()
-			case "controller_runtime_reconcile_total":
-				m.reconciles += s.GetCounter().GetValue()
 			case "workqueue_retries_total":
 				m.retries += s.GetCounter().GetValue()
 			}
 		}
 	}
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return m
+	}
+	for _, f := range families {
+		queues(f, nil)
+		for _, s := range f.GetMetric() {
+			switch f.GetName() {
+			case "controller_runtime_active_workers":
+				m.active += s.GetGauge().GetValue()
+				controllers[label(s, "controller")] = true
+			case "controller_runtime_reconcile_total":
+				m.reconciles += s.GetCounter().GetValue()
+				controllers[label(s, "controller")] = true
+			}
+		}
+	}
+	if legacy, err := legacyregistry.DefaultGatherer.Gather(); err == nil {
+		for _, f := range legacy {
+			queues(f, controllers)
+		}
+	}
 	return m
+}
+
+func label(s *dto.Metric, name string) string {
+	for _, l := range s.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
