@@ -68,6 +68,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-lab/converge/sim"
@@ -147,6 +148,8 @@ type Cluster struct {
 	attached bool
 	// Started is how long the cluster took to be ready.
 	Started time.Duration
+	// restarted names the components started again while it started.
+	restarted []string
 }
 
 var _ sim.ControlPlane = (*Cluster)(nil)
@@ -322,20 +325,30 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 // restartAPIServer restarts kube-apiserver after it has been down for at
 // least down.
 func (c *Cluster) restartAPIServer(ctx context.Context, down time.Duration) error {
+	if err := c.restart(ctx, "kube-apiserver", down); err != nil {
+		return err
+	}
+	return c.waitServed(ctx, time.Minute)
+}
+
+// restart stops the named component of the cluster (if it still runs) and,
+// after down, starts it again with the arguments kwokctl gave it, its log
+// appended to.
+func (c *Cluster) restart(ctx context.Context, name string, down time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped && !c.attached {
 		return errors.New("kwok: cluster stopped")
 	}
 	dir := filepath.Join(c.workdir, "clusters", c.name)
-	comp, err := readComponent(filepath.Join(dir, "kwok.yaml"), "kube-apiserver")
+	comp, err := readComponent(filepath.Join(dir, "kwok.yaml"), name)
 	if err != nil {
 		return err
 	}
-	pidFile := filepath.Join(comp.WorkDir, "pids", "kube-apiserver.pid")
+	pidFile := filepath.Join(comp.WorkDir, "pids", name+".pid")
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
-		return fmt.Errorf("kwok: finding kube-apiserver: %w", err)
+		return fmt.Errorf("kwok: finding %s: %w", name, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	if err != nil {
@@ -345,7 +358,7 @@ func (c *Cluster) restartAPIServer(ctx context.Context, down time.Duration) erro
 	// process's by now: only one that names the cluster's folder is its.
 	if slices.Contains(processesOf(c.workdir), pid) {
 		if err := proc.Stop(ctx, pid, 5*time.Second); err != nil {
-			return fmt.Errorf("kwok: stopping kube-apiserver: %w", err)
+			return fmt.Errorf("kwok: stopping %s: %w", name, err)
 		}
 	}
 	select {
@@ -353,7 +366,7 @@ func (c *Cluster) restartAPIServer(ctx context.Context, down time.Duration) erro
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	log, err := os.OpenFile(filepath.Join(comp.WorkDir, "logs", "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	log, err := os.OpenFile(filepath.Join(comp.WorkDir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("kwok: %w", err)
 	}
@@ -364,14 +377,14 @@ func (c *Cluster) restartAPIServer(ctx context.Context, down time.Duration) erro
 	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.workdir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("kwok: starting kube-apiserver: %w", err)
+		return fmt.Errorf("kwok: starting %s: %w", name, err)
 	}
 	go func() { _ = cmd.Wait() }() // reaped when it exits; Stop kills it by its pid file
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		_ = cmd.Process.Kill()
 		return fmt.Errorf("kwok: %w", err)
 	}
-	return c.waitServed(ctx, time.Minute)
+	return nil
 }
 
 // component is what kwok.yaml says of one of the cluster's processes.
@@ -540,14 +553,41 @@ func (c *Cluster) waitServed(ctx context.Context, limit time.Duration) error {
 // waitControllers waits until kube-controller-manager runs its
 // controllers: its root CA publisher has written kube-root-ca.crt into the
 // default namespace. Until then it is still waiting for the API server to
-// be healthy, and gives up for good if the server goes away for 10 s (a
-// restart right after Start).
+// be healthy, and gives up for good if the server stays away (on a loaded
+// machine, a slow start of the server is enough). So when half of limit
+// passes without it, the controller manager is started again (kwokctl
+// does not), and the second half waits for that one; a failure quotes the
+// end of its log.
 func (c *Cluster) waitControllers(ctx context.Context, limit time.Duration) error {
-	return c.poll(ctx, limit, "kube-controller-manager runs no controllers (no kube-root-ca.crt in the default namespace)",
-		func(ctx context.Context, client kubernetes.Interface) error {
-			_, err := client.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-			return err
-		})
+	const what = "kube-controller-manager runs no controllers (no kube-root-ca.crt in the default namespace)"
+	published := func(ctx context.Context, client kubernetes.Interface) error {
+		_, err := client.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err
+	}
+	err := c.poll(ctx, limit/2, what, published)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	if rerr := c.restart(ctx, "kube-controller-manager", 0); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	c.restarted = append(c.restarted, "kube-controller-manager")
+	klog.Background().Info("kwok: kube-controller-manager ran no controllers after "+(limit/2).String()+"; started it again", "cluster", c.name)
+	if err := c.poll(ctx, limit-limit/2, what+", started again", published); err != nil {
+		return fmt.Errorf("%w\n%s", err, LogTail(c.logsOf("kube-controller-manager"), 20))
+	}
+	return nil
+}
+
+// logsOf is the logs of the named components.
+func (c *Cluster) logsOf(names ...string) []ComponentLog {
+	var out []ComponentLog
+	for _, l := range c.Logs() {
+		if slices.Contains(names, l.Component) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // poll calls try, each call bounded to 5 s, until it succeeds or limit

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-lab/converge/sim/internal/proc"
 	"github.com/converge-lab/converge/sim/simtest/tier"
 	"github.com/converge-lab/converge/sim/world"
 )
@@ -260,4 +261,32 @@ func TestStopSparesWhatAStalePIDFileNames(t *testing.T) {
 	default:
 	}
 	require.NoError(t, unrelated.Process.Signal(syscall.Signal(0)), "it still runs")
+}
+
+// TestAControllerManagerThatRunsNoControllersIsStartedAgain: a
+// kube-controller-manager that has given up (here: killed) is started
+// again once half the wait has passed without its controllers, and the
+// wait then ends when the new one publishes kube-root-ca.crt.
+func TestAControllerManagerThatRunsNoControllersIsStartedAgain(t *testing.T) {
+	tier.Full(t, "its own cluster and a 30 s wait")
+	if _, _, err := Binaries(""); err != nil && !Required() {
+		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+	}
+	ctx := context.Background()
+	c, err := Start(ctx, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+	require.Empty(t, c.restarted)
+
+	raw, err := os.ReadFile(filepath.Join(c.Workdir(), "clusters", c.Name(), "pids", "kube-controller-manager.pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	require.NoError(t, proc.Stop(ctx, pid, 5*time.Second))
+	client, err := kubernetes.NewForConfig(c.Config())
+	require.NoError(t, err)
+	require.NoError(t, client.CoreV1().ConfigMaps("default").Delete(ctx, "kube-root-ca.crt", metav1.DeleteOptions{}))
+
+	require.NoError(t, c.waitControllers(ctx, time.Minute))
+	assert.Equal(t, []string{"kube-controller-manager"}, c.restarted)
 }
