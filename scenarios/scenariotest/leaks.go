@@ -94,6 +94,10 @@ func inBubble(id int) []goroutine {
 			continue // the goroutine that runs the bubble, waiting for it
 		}
 		for i := 1; i+1 < len(lines); i += 2 {
+			if strings.HasPrefix(lines[i], "...") { // "...additional frames elided..."
+				i--
+				continue
+			}
 			fn := strings.TrimPrefix(lines[i], "created by ")
 			if j := strings.LastIndex(fn, " in goroutine "); j > 0 {
 				fn = fn[:j]
