@@ -553,30 +553,39 @@ func (c *Cluster) waitServed(ctx context.Context, limit time.Duration) error {
 // waitControllers waits until kube-controller-manager runs its
 // controllers: its root CA publisher has written kube-root-ca.crt into the
 // default namespace. Until then it is still waiting for the API server to
-// be healthy, and gives up for good if the server stays away (on a loaded
-// machine, a slow start of the server is enough). So when half of limit
-// passes without it, the controller manager is started again (kwokctl
-// does not), and the second half waits for that one; a failure quotes the
-// end of its log.
+// be healthy, and exits if the server stays away (on a loaded machine, a
+// slow start of the server is enough), which kwokctl does not mend: a
+// controller manager found gone is started again, up to three times. A
+// failure quotes the end of its log.
 func (c *Cluster) waitControllers(ctx context.Context, limit time.Duration) error {
-	const what = "kube-controller-manager runs no controllers (no kube-root-ca.crt in the default namespace)"
-	published := func(ctx context.Context, client kubernetes.Interface) error {
-		_, err := client.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		return err
-	}
-	err := c.poll(ctx, limit/2, what, published)
-	if err == nil || ctx.Err() != nil {
-		return err
-	}
-	if rerr := c.restart(ctx, "kube-controller-manager", 0); rerr != nil {
-		return errors.Join(err, rerr)
-	}
-	c.restarted = append(c.restarted, "kube-controller-manager")
-	klog.Background().Info("kwok: kube-controller-manager ran no controllers after "+(limit/2).String()+"; started it again", "cluster", c.name)
-	if err := c.poll(ctx, limit-limit/2, what+", started again", published); err != nil {
+	err := c.poll(ctx, limit, "kube-controller-manager runs no controllers (no kube-root-ca.crt in the default namespace)",
+		func(ctx context.Context, client kubernetes.Interface) error {
+			_, err := client.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+			if err == nil || len(c.restarted) >= 3 || c.running("kube-controller-manager") {
+				return err
+			}
+			if rerr := c.restart(ctx, "kube-controller-manager", 0); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			c.restarted = append(c.restarted, "kube-controller-manager")
+			klog.Background().Info("kwok: kube-controller-manager exited before it ran its controllers; started it again", "cluster", c.name)
+			return err
+		})
+	if err != nil {
 		return fmt.Errorf("%w\n%s", err, LogTail(c.logsOf("kube-controller-manager"), 20))
 	}
 	return nil
+}
+
+// running says whether the named component's process is alive: its pid
+// file names a process of the cluster's folder.
+func (c *Cluster) running(name string) bool {
+	raw, err := os.ReadFile(filepath.Join(c.workdir, "clusters", c.name, "pids", name+".pid"))
+	if err != nil {
+		return true // not known: leave it be
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	return err != nil || slices.Contains(processesOf(c.workdir), pid)
 }
 
 // logsOf is the logs of the named components.
