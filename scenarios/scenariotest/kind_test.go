@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-lab/converge/examples/mirror"
+	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/scenariotest"
 	"github.com/converge-lab/converge/sim"
@@ -58,12 +59,7 @@ func TestALeakedGoroutineIsNamed(t *testing.T) {
 	res := scenariotest.RunFake(t, s, scenarios.Options{Seed: 1, Controller: leaky{}})
 	require.Empty(t, res.Error)
 	require.False(t, res.Pass)
-	var detail string
-	for _, f := range res.Findings {
-		if f.Check == scenarios.InvCleanShutdown {
-			detail = f.Detail
-		}
-	}
+	detail := cleanShutdown(res)
 	assert.Contains(t, detail, "goroutines of the controller outlived the run")
 	assert.Contains(t, detail, "chan receive (durable) in github.com/converge-lab/converge/scenarios/scenariotest_test.waitForever (kind_test.go:")
 	assert.Contains(t, detail, "started by github.com/converge-lab/converge/scenarios/scenariotest_test.leaky.New")
@@ -128,12 +124,7 @@ func TestABubbleThatCannotEndIsALeakNotAHang(t *testing.T) {
 	res := scenariotest.RunFake(t, s, scenarios.Options{Seed: 1, Controller: locking{}})
 	require.Empty(t, res.Error)
 	require.False(t, res.Pass)
-	var detail string
-	for _, f := range res.Findings {
-		if f.Check == scenarios.InvCleanShutdown {
-			detail = f.Detail
-		}
-	}
+	detail := cleanShutdown(res)
 	assert.Contains(t, detail, "goroutines of the controller outlived the run: 2 goroutines stayed blocked for 10s of wall time")
 	assert.Contains(t, detail, "chan receive (durable) in github.com/converge-lab/converge/scenarios/scenariotest_test.holdForever")
 	assert.Contains(t, detail, "sync.Mutex.Lock in ")
@@ -151,4 +142,14 @@ func TestARunWhoseClockCannotMoveIsAnError(t *testing.T) {
 	assert.Contains(t, res.Error, "stayed blocked for 10s of wall time")
 	assert.Contains(t, res.Error, "sync.Mutex.Lock in ")
 	assert.NotContains(t, res.Error, "holdForever", "only the goroutines that stop the clock are named")
+}
+
+// cleanShutdown is the detail of res's clean-shutdown finding, if any.
+func cleanShutdown(res *reports.Result) string {
+	for _, f := range res.Findings {
+		if f.Check == scenarios.InvCleanShutdown {
+			return f.Detail
+		}
+	}
+	return ""
 }
