@@ -192,7 +192,7 @@ func (r *run) endInstance(ctx context.Context, inst *instance) {
 		select {
 		case <-inst.done:
 		case <-ctx.Done():
-		case <-time.After(stopGrace):
+		case <-time.After(instanceGrace):
 		}
 		select {
 		case <-ctx.Done():
@@ -221,8 +221,8 @@ func (r *run) stopInstances() {
 	for _, in := range all {
 		select {
 		case <-in.done:
-		case <-time.After(stopGrace):
-			r.hist.find(check.Finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d did not return within %v of its context ending", in.index, stopGrace)))
+		case <-time.After(instanceGrace):
+			r.hist.find(check.Finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d did not return within %v of its context ending", in.index, instanceGrace)))
 			r.hist.log(time.Now(), "goroutines at that instant:\n"+goroutines())
 		}
 	}

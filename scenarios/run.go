@@ -20,6 +20,7 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/check"
+	"github.com/converge-lab/converge/scenarios/internal/bubble"
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/kwok"
 	"github.com/converge-lab/converge/sim/world"
@@ -85,8 +86,16 @@ func WallClockLimit(d time.Duration) (limit func() error, stop func()) {
 // most once a Poll, and only when the answer can change (see watchGoal).
 const Poll = 250 * time.Millisecond
 
-// stopGrace bounds the wait for instances, world and observer at the end.
+// stopGrace bounds the wait for the world and observer at the end.
 const stopGrace = 30 * time.Second
+
+// instanceGrace bounds the wait for an instance to return once its
+// context ended. client-go's reflector (v0.35 to v0.37) waits out its
+// watch-list backoff without looking at its context: up to 60 s (30 s
+// capped, jittered up to twice) after a partition or a run of refused
+// watches. An instance whose informers do that returns late, not never,
+// so the grace covers it with a margin.
+const instanceGrace = 70 * time.Second
 
 // slowPods is the pod lag from which a failing run gets a note that the
 // backend, not only the controller, may be to blame.
@@ -174,6 +183,11 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	}
 	if logged, ok := r.planeOf().(sim.Logged); ok && (!res.Pass || res.Error != "") {
 		res.PlaneLogs = logged.Logs()
+	}
+	if opts.Backend.Virtual() && ctx.Err() == nil && !r.limited.Load() {
+		// What the instances left winding down ends in virtual time, as
+		// it would in real time; what is left after that, RunFake judges.
+		bubble.Linger(instanceGrace)
 	}
 	return res
 }

@@ -22,7 +22,7 @@ func noPanic() Check {
 func cleanShutdown() Check {
 	return Check{
 		Name: CleanShutdown, Kind: reports.KindLeak, Invariant: true,
-		Catches: "an instance that does not return within 30 s of its context ending, or a controller binary that outlives its grace after SIGTERM or exits uncleanly.",
+		Catches: "an instance that does not return within 70 s of its context ending, or a controller binary that outlives its grace after SIGTERM or exits uncleanly.",
 		Reads:   "History.Recorded: the harness records it as it happens",
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/explore"
+	"github.com/converge-lab/converge/scenarios/internal/bubble"
 	"github.com/converge-lab/converge/sim/fake"
 )
 
@@ -194,7 +195,7 @@ func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *repor
 	}
 	var res *reports.Result
 	var leaked any
-	var bubble atomic.Int64
+	var id atomic.Int64
 	began := time.Now()
 	ended := make(chan struct{}) // synctest.Test returned or panicked
 	ran := make(chan struct{})   // the run returned, inside the bubble
@@ -202,20 +203,20 @@ func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *repor
 		defer close(ended)
 		defer func() { leaked = recover() }()
 		synctest.Test(t, func(t *testing.T) {
-			bubble.Store(int64(bubbleOf()))
+			id.Store(int64(bubble.ID()))
 			defer close(ran)
 			res = scenarios.Run(t.Context(), s, opts)
 		})
 	}()
 	var gs []goroutine
-	if stuck := awaitBubble(&bubble, ended); stuck != nil {
+	if stuck := awaitBubble(&id, ended); stuck != nil {
 		gs = stuck.goroutines
 		select {
 		case <-ran:
 			leaked = stuck // the run returned; some of its goroutines never will
 		default:
 			// The ones that stop the clock: not blocked for good.
-			rest, _ := leakReport(slices.DeleteFunc(slices.Clone(gs), func(g goroutine) bool { return strings.Contains(g.state, "(durable)") }))
+			rest, _ := leakReport(slices.DeleteFunc(slices.Clone(gs), func(g goroutine) bool { return strings.Contains(g.State, "(durable)") }))
 			_, notes := leakReport(gs)
 			return &reports.Result{Schema: reports.SchemaVersion, Scenario: s.Name, Backend: opts.Backend.Name(), Seed: opts.Seed, Controller: name,
 				Replay: opts.Replay, RunID: opts.RunID, Notes: notes, Wall: reports.Duration(time.Since(began)),
@@ -230,7 +231,7 @@ func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *repor
 		// The goroutines left stay as they were: say where they are
 		// blocked, and leave a library's known leak unjudged.
 		if gs == nil {
-			gs = inBubble(int(bubble.Load()))
+			gs = bubble.Of(int(id.Load()))
 		}
 		rest, notes := leakReport(gs)
 		res.Notes = append(res.Notes, notes...)

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,6 +66,42 @@ func TestALeakedGoroutineIsNamed(t *testing.T) {
 	assert.Contains(t, detail, "chan receive (durable) in github.com/converge-lab/converge/scenarios/scenariotest_test.waitForever (kind_test.go:")
 	assert.Contains(t, detail, "started by github.com/converge-lab/converge/scenarios/scenariotest_test.leaky.New")
 	assert.Empty(t, res.Notes)
+}
+
+// slowToStop is the mirror controller leaving, as each instance stops, a
+// goroutine that waits out a 45 s backoff before it looks at its context,
+// as client-go's reflector does with a watch-list backoff (v0.35 to
+// v0.37).
+type slowToStop struct{ mirror.UnderTest }
+
+type slowRunner struct{ scenarios.Runner }
+
+func (s slowToStop) New(in scenarios.Instance) (scenarios.Runner, error) {
+	r, err := s.UnderTest.New(in)
+	return slowRunner{r}, err
+}
+
+func (r slowRunner) Run(ctx context.Context) error {
+	err := r.Runner.Run(ctx)
+	go func() { <-time.After(45 * time.Second) }()
+	return err
+}
+
+// A goroutine that ends in virtual time after the instance returned is
+// not a leak: it is given the time it would have had in real time. On a
+// run called inside synctest.Test directly, the bubble ends rather than
+// panics as deadlocked.
+func TestAGoroutineWindingDownIsGivenItsTime(t *testing.T) {
+	s, err := scenarios.Load("../../examples/mirror/scenarios/mirror.yaml")
+	require.NoError(t, err)
+	res := scenariotest.RunFake(t, s, scenarios.Options{Seed: 1, Controller: slowToStop{}})
+	require.Empty(t, res.Error)
+	assert.True(t, res.Pass, res.Reasons)
+
+	synctest.Test(t, func(t *testing.T) {
+		res = scenarios.Run(t.Context(), s, scenarios.Options{Backend: fake.Kind{}, Seed: 1, Controller: slowToStop{}})
+	})
+	assert.True(t, res.Pass, res.Reasons)
 }
 
 // locking is the mirror controller leaving, as it stops, a goroutine that

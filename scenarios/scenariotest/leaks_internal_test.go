@@ -11,24 +11,24 @@ import (
 func priorityQueueLeak(version string) goroutine {
 	dir := "/root/go/pkg/mod/sigs.k8s.io/controller-runtime@" + version + "/pkg/controller/priorityqueue/"
 	return goroutine{
-		header: "goroutine 6423 [chan send (durable), synctest bubble 18]:",
-		state:  "chan send (durable)",
-		funcs: []string{
+		Header: "goroutine 6423 [chan send (durable), synctest bubble 18]:",
+		State:  "chan send (durable)",
+		Funcs: []string{
 			"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue.(*priorityqueue[...]).handleReadyItems.func1.1",
 			"github.com/google/btree.(*node[...]).iterate",
 			"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue.(*priorityqueue[...]).handleReadyItems",
 			"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue.New[...]",
 		},
-		files: []string{dir + "priorityqueue.go:400", "/root/go/pkg/mod/github.com/google/btree@v1.1.3/btree_generic.go:522", dir + "priorityqueue.go:408", dir + "priorityqueue.go:99"},
+		Files: []string{dir + "priorityqueue.go:400", "/root/go/pkg/mod/github.com/google/btree@v1.1.3/btree_generic.go:522", dir + "priorityqueue.go:408", dir + "priorityqueue.go:99"},
 	}
 }
 
 func TestAKnownLibraryLeakIsNotTheControllers(t *testing.T) {
 	waiting := goroutine{
-		header: "goroutine 6422 [sync.Mutex.Lock, synctest bubble 18]:",
-		state:  "sync.Mutex.Lock",
-		funcs:  []string{"sync.(*Mutex).Lock", "sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue.(*priorityqueue[...]).handleAddBuffer", "sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue.New[...]"},
-		files:  []string{"/usr/local/go/src/sync/mutex.go:46", "/root/go/pkg/mod/sigs.k8s.io/controller-runtime@v0.23.0/pkg/controller/priorityqueue/priorityqueue.go:300", "/root/go/pkg/mod/sigs.k8s.io/controller-runtime@v0.23.0/pkg/controller/priorityqueue/priorityqueue.go:98"},
+		Header: "goroutine 6422 [sync.Mutex.Lock, synctest bubble 18]:",
+		State:  "sync.Mutex.Lock",
+		Funcs:  []string{"sync.(*Mutex).Lock", "sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue.(*priorityqueue[...]).handleAddBuffer", "sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue.New[...]"},
+		Files:  []string{"/usr/local/go/src/sync/mutex.go:46", "/root/go/pkg/mod/sigs.k8s.io/controller-runtime@v0.23.0/pkg/controller/priorityqueue/priorityqueue.go:300", "/root/go/pkg/mod/sigs.k8s.io/controller-runtime@v0.23.0/pkg/controller/priorityqueue/priorityqueue.go:98"},
 	}
 	rest, notes := leakReport([]goroutine{priorityQueueLeak("v0.23.0"), waiting, priorityQueueLeak("v0.24.1")})
 	assert.Empty(t, rest)
@@ -43,7 +43,7 @@ func TestAKnownLibraryLeakIsNotTheControllers(t *testing.T) {
 
 	// Beside the known one, the controller's own leak is still judged,
 	// alike goroutines counted once.
-	own := goroutine{state: "select (durable)", funcs: []string{"example.com/op.(*r).loop", "example.com/op.Start"}, files: []string{"/src/op/r.go:12", "/src/op/r.go:3"}}
+	own := goroutine{State: "select (durable)", Funcs: []string{"example.com/op.(*r).loop", "example.com/op.Start"}, Files: []string{"/src/op/r.go:12", "/src/op/r.go:3"}}
 	rest, notes = leakReport([]goroutine{priorityQueueLeak("v0.23.0"), own, own})
 	assert.Len(t, notes, 1)
 	assert.Equal(t, []string{"2 goroutines: select (durable) in example.com/op.(*r).loop (r.go:12), started by example.com/op.Start"}, rest)
