@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/modfile"
 )
 
 // copyFixture copies testdata/name, a project as kubebuilder scaffolds it,
@@ -49,6 +50,7 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 	assert.ErrorContains(t, err, "internal/controller/converge_test.go, internal/controller/testdata/converge/widget.yaml already there")
 
 	// The user adds converge (here: this checkout) and runs go test.
+	before := kubernetesModules(t, root)
 	converge, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	goCmd := func(args ...string) (string, error) {
@@ -69,6 +71,11 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 	require.NoError(t, f.Close())
 	out, err := goCmd("mod", "tidy")
 	require.NoError(t, err, out)
+	after := kubernetesModules(t, root)
+	t.Logf("the project's Kubernetes modules before adding converge:\n%s\nand after:\n%s", before, after)
+	for path, v := range before.versions {
+		assert.Equal(t, v, after.versions[path], "adding converge changed %s", path)
+	}
 	// -race shares the build cache with this repository's own tests.
 	out, err = goCmd("test", "-race", "-count=1", "-v", "./internal/controller")
 	require.NoError(t, err, "%s", lastLines(out, 60))
@@ -106,6 +113,31 @@ func TestInitSaysWhatItCannotRead(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ProjectFile), []byte("layout:\n- helm.kubebuilder.io/v1\n"), 0o644))
 	_, _, err = Plan(dir)
 	assert.ErrorContains(t, err, "converge init knows the Go layouts")
+}
+
+// modules is the k8s.io and sigs.k8s.io requirements of a go.mod.
+type modules struct {
+	versions map[string]string
+	lines    []string
+}
+
+func (m modules) String() string { return strings.Join(m.lines, "\n") }
+
+func kubernetesModules(t *testing.T, root string) modules {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	f, err := modfile.ParseLax("go.mod", data, nil)
+	require.NoError(t, err)
+	m := modules{versions: map[string]string{}}
+	for _, r := range f.Require {
+		if strings.HasPrefix(r.Mod.Path, "k8s.io/") || strings.HasPrefix(r.Mod.Path, "sigs.k8s.io/") {
+			m.versions[r.Mod.Path] = r.Mod.Version
+			m.lines = append(m.lines, "\t"+r.Mod.Path+" "+r.Mod.Version)
+		}
+	}
+	require.NotEmpty(t, m.versions["sigs.k8s.io/controller-runtime"], "the fixture requires controller-runtime")
+	return m
 }
 
 func lastLines(s string, n int) string {
