@@ -28,7 +28,11 @@ import (
 // namespace, no metrics or health listener (none may run in virtual time),
 // controller names not checked for uniqueness (instances share a process),
 // and, when the scenario runs several instances, leader election on the
-// instance's Lease, released on cancel. Setup adds the reconcilers.
+// instance's Lease, released on cancel. Setup adds the reconcilers. With a
+// controller-runtime before v0.25, whose priority queue can deadlock when
+// a controller stops in process (every crash, SIGTERM and failover of a
+// run stops one), the controllers run without it unless Options sets
+// Controller.UsePriorityQueue.
 //
 // Instances are probed from controller-runtime's metrics, which its
 // registry holds for the whole process: the probe sums the work queues of
@@ -115,6 +119,10 @@ func (m Manager) New(in Instance) (Runner, error) {
 	}
 	if m.Options != nil {
 		m.Options(&opts)
+	}
+	if opts.Controller.UsePriorityQueue == nil && priorityQueueOff() {
+		opts.Controller.UsePriorityQueue = ptr.To(false)
+		logPriorityQueueOff()
 	}
 	watchCache(&opts.Cache, in.CacheTransform)
 	mgr, err := manager.New(in.Config, opts)
