@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/converge-lab/converge/internal/crversion"
 	"github.com/converge-lab/converge/sim"
 )
 
@@ -120,7 +121,7 @@ func (m Manager) New(in Instance) (Runner, error) {
 	if m.Options != nil {
 		m.Options(&opts)
 	}
-	if opts.Controller.UsePriorityQueue == nil && priorityQueueOff() {
+	if opts.Controller.UsePriorityQueue == nil && !crversion.PriorityQueueStops() {
 		opts.Controller.UsePriorityQueue = ptr.To(false)
 		logPriorityQueueOff()
 	}

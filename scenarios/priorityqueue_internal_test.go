@@ -9,13 +9,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/converge-lab/converge/internal/crversion"
 )
 
 // A Manager's controllers run without the priority queue with a
 // controller-runtime whose queue deadlocks when a controller stops, with
 // it from v0.25.0 on, and as the options say when they say.
 func TestThePriorityQueueWhereItCanStop(t *testing.T) {
-	v := controllerRuntime()
+	v := crversion.Version()
 	require.True(t, semver.IsValid(v), "the build names controller-runtime's version: %q", v)
 	usesQueue := func(options func(*manager.Options)) *bool {
 		var got *bool

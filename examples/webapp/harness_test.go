@@ -29,6 +29,7 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/examples/webapp"
 	"github.com/converge-lab/converge/examples/webapp/api/v1alpha1"
+	"github.com/converge-lab/converge/internal/crversion"
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/fake"
@@ -114,10 +115,12 @@ func start(t *testing.T, s setup) *run {
 		Logger:                 ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		LeaderElection:         s.leaderElection,
-		LeaderElectionID:       "webapp-operator",
+		// controller-runtime before v0.25 can deadlock stopping a
+		// controller on its priority queue.
+		Controller:       config.Controller{SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(crversion.PriorityQueueStops())},
+		Cache:            cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		LeaderElection:   s.leaderElection,
+		LeaderElectionID: "webapp-operator",
 		// The run's namespace: the Role grants Leases there.
 		LeaderElectionNamespace:       ns,
 		LeaderElectionReleaseOnCancel: true,

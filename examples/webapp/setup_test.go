@@ -14,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-lab/converge/examples/webapp"
+	"github.com/converge-lab/converge/internal/crversion"
 	"github.com/converge-lab/converge/sim/fake"
 )
 
@@ -43,7 +44,9 @@ func TestSetupRefuses(t *testing.T) {
 				Scheme:                 scheme,
 				Metrics:                metricsserver.Options{BindAddress: "0"},
 				HealthProbeBindAddress: "0",
-				Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+				// controller-runtime before v0.25 can deadlock stopping a
+				// controller on its priority queue.
+				Controller: config.Controller{SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(crversion.PriorityQueueStops())},
 			})
 			require.NoError(t, err)
 			return mgr

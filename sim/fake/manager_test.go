@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-lab/converge/chaos"
+	"github.com/converge-lab/converge/internal/crversion"
 	"github.com/converge-lab/converge/sim"
 )
 
@@ -130,7 +131,9 @@ func TestControllerRuntimeManagerOnTheRESTDoor(t *testing.T) {
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
-			Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+			// controller-runtime before v0.25 can deadlock stopping a
+			// controller on its priority queue.
+			Controller: config.Controller{SkipNameValidation: ptr.To(true), UsePriorityQueue: ptr.To(crversion.PriorityQueueStops())},
 		})
 		require.NoError(t, err)
 		owner := &unstructured.Unstructured{}
