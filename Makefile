@@ -62,8 +62,9 @@ endef
 test: assets vet ## presubmit (what CI runs): gofmt, go vet, staticcheck and the -short tier with the race detector, envtest and kwok runs included
 	$(call with-staticcheck,$(GO) test -short -race -vet=off -p $(TESTPARA) -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
 
-test-full: assets vet ## nightly: gofmt, go vet, staticcheck and every test with the race detector, the full matrix of catalogue, profiles and backends in real time
+test-full: assets vet ## nightly: gofmt, go vet, staticcheck and every test with the race detector, the full matrix of catalogue, profiles and backends in real time; then make compat
 	$(call with-staticcheck,$(GO) test -race -vet=off -p $(TESTPARA) -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
+	hack/compat.sh
 
 compat: assets ## the -short tier against controller-runtime v0.23, v0.24 and v0.25, each with its k8s.io modules; logs in bin/compat
 	hack/compat.sh

@@ -60,6 +60,7 @@ type patchCall struct {
 // field-managed tracker builds a REST mapper on every call, which made the
 // fake, not the scaler, the subject of the benchmarks.
 func newCluster(t testing.TB, objs ...runtime.Object) *cluster {
+	//lint:ignore SA1019 deprecated in client-go v0.35 only, kept in v0.36 and v0.37
 	c := &cluster{t: t, cs: fake.NewSimpleClientset()}
 	c.cs.PrependReactor("create", "*", c.stamp)
 	c.cs.PrependReactor("update", "*", c.stamp)

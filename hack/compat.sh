@@ -45,7 +45,7 @@ for pair in "${pairs[@]}"; do
 		go get "sigs.k8s.io/controller-runtime@$cr" \
 			"k8s.io/api@$k8s" "k8s.io/apimachinery@$k8s" "k8s.io/client-go@$k8s" \
 			"k8s.io/apiextensions-apiserver@$k8s" "k8s.io/apiserver@$k8s" \
-			"k8s.io/component-helpers@$k8s"
+			"k8s.io/component-base@$k8s" "k8s.io/component-helpers@$k8s"
 		go mod tidy
 		grep -E '^\s+(k8s\.io/(api|apimachinery|client-go|apiextensions-apiserver)|sigs\.k8s\.io/controller-runtime) ' go.mod
 		go build ./...

@@ -185,6 +185,7 @@ func (b *Backend) NewClientAs(id sim.Identity) (*fake.Clientset, error) {
 func (b *Backend) newClientLocked(share bool) *fake.Clientset {
 	// Not NewClientset: its tracker, which parses the apply schema (a tenth
 	// of a second per process), would go unused.
+	//lint:ignore SA1019 deprecated in client-go v0.35 only, kept in v0.36 and v0.37
 	cs := fake.NewSimpleClientset()
 	cs.Resources = builtinResourceLists()
 	b.store.install(cs, share)

@@ -35,12 +35,12 @@ func nameRule(gr schema.GroupResource) apivalidation.ValidateNameFunc {
 }
 
 // pathSegmentName is the check every name gets, so that it fits in a URL.
+// The functions of validation/path are deprecated from client-go v0.37 on,
+// for a package v0.35 lacks; they are in every minor converge supports.
 func pathSegmentName(name string, prefix bool) []string {
 	if prefix {
-		//lint:ignore SA1019 package content is new in v0.37; path is in every minor converge supports
 		return path.IsValidPathSegmentPrefix(name)
 	}
-	//lint:ignore SA1019 package content is new in v0.37; path is in every minor converge supports
 	return path.IsValidPathSegmentName(name)
 }
 

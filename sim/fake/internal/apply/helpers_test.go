@@ -112,7 +112,6 @@ func owned(t *testing.T, obj runtime.Object, manager string, op metav1.ManagedFi
 	e := found[0]
 	assert.Equal(t, "FieldsV1", e.FieldsType)
 	require.NotNil(t, e.FieldsV1)
-	//lint:ignore SA1019 the accessors are new in v0.37; Raw is in every minor converge supports
 	return string(e.FieldsV1.Raw)
 }
 
