@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +123,11 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster backend: %w", err)
 	}
+	if sup, ok := b.cfg.ControlPlane.(sim.Supervised); ok {
+		if err := awaitUp(ctx, sup, upWait); err != nil {
+			return nil, fmt.Errorf("cluster backend: %w", err)
+		}
+	}
 	checkCtx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
 	if _, err := observer.Discovery().RESTClient().Get().AbsPath("/version").Do(checkCtx).Raw(); err != nil {
@@ -189,4 +195,38 @@ func (b *Backend) Stop() error {
 	err := sim.DeleteRunNamespace(b.observer, b.ns, 2*time.Minute)
 	b.ns = ""
 	return err
+}
+
+// upWait bounds how long a run waits for a supervised control plane's
+// component that is being started again: its attempts and their waits.
+const upWait = 2 * time.Minute
+
+// awaitUp returns once no component of sup is down, or at once with the
+// plane's error when one could not be started again (every run on it
+// fails at once, naming it), or with an error when limit passes first.
+func awaitUp(ctx context.Context, sup sim.Supervised, limit time.Duration) error {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		if err := sup.Err(); err != nil {
+			return err
+		}
+		outages, next := sup.Outages()
+		var down []string
+		for _, o := range outages {
+			if o.Restarted.IsZero() {
+				down = append(down, o.String())
+			}
+		}
+		if len(down) == 0 {
+			return nil
+		}
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return fmt.Errorf("the control plane is still down after %v: %s", limit, strings.Join(down, "; "))
+		}
+	}
 }

@@ -37,6 +37,16 @@
 //   - the Nodes of a run are untainted (sim.KwokNodes), so runs on one
 //     cluster go one at a time.
 //
+// A started cluster is supervised, as envtest's plane is (sim.Supervised):
+// once a second it looks for each component's process, and one that is
+// gone when nothing asked for it (a restart or Stop) is an Outage and is
+// started again with kwokctl's arguments, its log appended to, up to three
+// times; it has served once the API server answers or, for the others,
+// once it has stayed up for 3 s. Past the attempts the cluster's Err names
+// the component and quotes its log, and the cluster backend fails every
+// run on it at once; it waits for a component being started again. A run
+// during which one was down gets no verdict.
+//
 // Processes are detached from the test binary: Stop deletes them, StopAll
 // deletes those of every cluster the process has not stopped (simtest.Main
 // calls it as a test binary returns), and Start deletes the clusters of
@@ -150,6 +160,14 @@ type Cluster struct {
 	Started time.Duration
 	// restarted names the components started again while it started.
 	restarted []string
+
+	// The supervisor (supervise.go): its stop and end, and what it saw.
+	unwatch  context.CancelFunc
+	watching chan struct{}
+	smu      sync.Mutex
+	outages  []sim.Outage
+	changed  chan struct{}
+	err      error
 }
 
 var _ sim.ControlPlane = (*Cluster)(nil)
@@ -262,6 +280,13 @@ componentsPatches:
 	if err := c.installStages(ctx, opts.Wait); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
+	names, err := componentNames(filepath.Join(workdir, "clusters", c.name, "kwok.yaml"))
+	if err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	watch, unwatch := context.WithCancel(context.Background())
+	c.unwatch, c.watching = unwatch, make(chan struct{})
+	go c.supervise(watch, names, c.watching)
 	c.Started = time.Since(begin)
 	return c, nil
 }
@@ -396,25 +421,35 @@ type component struct {
 }
 
 // readComponent reads the named component of a kwokctl cluster's
-// kwok.yaml (its first document, a KwokctlConfiguration).
+// kwok.yaml.
 func readComponent(file, name string) (component, error) {
+	comps, err := readComponents(file)
+	if err != nil {
+		return component{}, err
+	}
+	for _, c := range comps {
+		if c.Name == name && c.Binary != "" && c.WorkDir != "" {
+			return c, nil
+		}
+	}
+	return component{}, fmt.Errorf("kwok: %s names no %s", file, name)
+}
+
+// readComponents reads the components of a kwokctl cluster's kwok.yaml
+// (its first document, a KwokctlConfiguration).
+func readComponents(file string) ([]component, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
-		return component{}, fmt.Errorf("kwok: %w", err)
+		return nil, fmt.Errorf("kwok: %w", err)
 	}
 	first, _, _ := strings.Cut(string(raw), "\n---")
 	var conf struct {
 		Components []component `json:"components"`
 	}
 	if err := yaml.Unmarshal([]byte(first), &conf); err != nil {
-		return component{}, fmt.Errorf("kwok: %s: %w", file, err)
+		return nil, fmt.Errorf("kwok: %s: %w", file, err)
 	}
-	for _, c := range conf.Components {
-		if c.Name == name && c.Binary != "" && c.WorkDir != "" {
-			return c, nil
-		}
-	}
-	return component{}, fmt.Errorf("kwok: %s names no %s", file, name)
+	return conf.Components, nil
 }
 
 // Compact compacts etcd's history up to its current revision.
@@ -426,6 +461,7 @@ func (c *Cluster) Compact(ctx context.Context) error {
 // Stop deletes the cluster: every process it started, and its folder. When
 // it returns, none of them is running. It is safe to call twice.
 func (c *Cluster) Stop() error {
+	c.stopSupervising()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
@@ -585,7 +621,7 @@ func (c *Cluster) running(name string) bool {
 		return true // not known: leave it be
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	return err != nil || slices.Contains(processesOf(c.workdir), pid)
+	return err != nil || ofCluster(pid, c.workdir)
 }
 
 // logsOf is the logs of the named components.

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/internal/proc"
 	"github.com/converge-lab/converge/sim/simtest/tier"
 	"github.com/converge-lab/converge/sim/world"
@@ -288,4 +289,96 @@ func TestAControllerManagerThatRunsNoControllersIsStartedAgain(t *testing.T) {
 
 	require.NoError(t, c.waitControllers(ctx, time.Minute))
 	assert.Equal(t, []string{"kube-controller-manager"}, c.restarted)
+}
+
+// pidOf reads the pid file of the cluster's component name.
+func pidOf(t *testing.T, c *Cluster, name string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(c.Workdir(), "clusters", c.Name(), "pids", name+".pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	return pid
+}
+
+// awaitOutages waits, up to limit, until done says the cluster's outages
+// and error are as the test wants, and returns them.
+func awaitOutages(t *testing.T, c *Cluster, limit time.Duration, done func([]sim.Outage, error) bool) ([]sim.Outage, error) {
+	t.Helper()
+	timeout := time.After(limit)
+	for {
+		outages, next := c.Outages()
+		if err := c.Err(); done(outages, err) {
+			return outages, err
+		}
+		select {
+		case <-next:
+		case <-timeout:
+			outages, _ := c.Outages()
+			t.Fatalf("after %v the outages are %v and the error %v", limit, outages, c.Err())
+		}
+	}
+}
+
+// TestAComponentThatExitsIsStartedAgain: a component of the cluster killed
+// while it serves is an outage, started again with its flags; killing
+// kube-controller-manager and then etcd leaves a cluster that serves.
+func TestAComponentThatExitsIsStartedAgain(t *testing.T) {
+	if _, _, err := Binaries(""); err != nil && !Required() {
+		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+	}
+	ctx := context.Background()
+	c, err := Start(ctx, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+	outages, _ := c.Outages()
+	require.Empty(t, outages)
+
+	for i, name := range []string{"kube-controller-manager", "etcd"} {
+		old := pidOf(t, c, name)
+		require.NoError(t, syscall.Kill(old, syscall.SIGKILL))
+		outages, err := awaitOutages(t, c, 2*time.Minute, func(o []sim.Outage, err error) bool {
+			return err != nil || len(o) > i && !o[i].Restarted.IsZero()
+		})
+		require.NoError(t, err)
+		require.Len(t, outages, i+1)
+		assert.Equal(t, name, outages[i].Component)
+		assert.Contains(t, outages[i].String(), name+" exited (its process is gone)")
+		assert.Contains(t, outages[i].Log, name+".log")
+		assert.NotEqual(t, old, pidOf(t, c, name), "a new process")
+	}
+	client, err := kubernetes.NewForConfig(c.Config())
+	require.NoError(t, err)
+	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after-the-outages"}}, metav1.CreateOptions{})
+	require.NoError(t, err, "the restarted etcd stores what the API server writes")
+	assert.True(t, c.running("kube-controller-manager"))
+}
+
+// TestAComponentThatCannotStartAgainBreaksTheCluster: a component whose
+// restarts all exit at once makes the cluster's error, which names it and
+// quotes its log; Stop still deletes the cluster.
+func TestAComponentThatCannotStartAgainBreaksTheCluster(t *testing.T) {
+	if _, _, err := Binaries(""); err != nil && !Required() {
+		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+	}
+	falseBin, err := exec.LookPath("false")
+	require.NoError(t, err)
+	ctx := context.Background()
+	c, err := Start(ctx, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+
+	// What kube-scheduler starts as from now on exits at once.
+	conf := filepath.Join(c.Workdir(), "clusters", c.Name(), "kwok.yaml")
+	comp, err := readComponent(conf, "kube-scheduler")
+	require.NoError(t, err)
+	raw, err := os.ReadFile(conf)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(conf, []byte(strings.ReplaceAll(string(raw), comp.Binary, falseBin)), 0o600))
+
+	require.NoError(t, syscall.Kill(pidOf(t, c, "kube-scheduler"), syscall.SIGKILL))
+	_, err = awaitOutages(t, c, 2*time.Minute, func(_ []sim.Outage, err error) bool { return err != nil })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the kwok cluster's kube-scheduler exited and could not be started again (3 attempts")
+	assert.Contains(t, err.Error(), "kube-scheduler.log")
 }
