@@ -343,7 +343,7 @@ type ControllerSpec struct {
 // Timing bounds the run.
 type Timing struct {
 	// Deadline: the goal must have held for Settle before it. Zero means
-	// 5m.
+	// DefaultDeadline, 5m.
 	Deadline Duration `json:"deadline,omitempty"`
 	// Settle is how long the goal must hold. Zero means 30s.
 	Settle Duration `json:"settle,omitempty"`
@@ -352,6 +352,9 @@ type Timing struct {
 	// retry it (check retries-failed-writes). Zero means 10s.
 	RetryWithin Duration `json:"retryWithin,omitempty"`
 }
+
+// DefaultDeadline is Timing.Deadline when a scenario sets none.
+const DefaultDeadline = 5 * time.Minute
 
 // DefaultRetryWithin is Timing.RetryWithin when a scenario sets none.
 const DefaultRetryWithin = 10 * time.Second
@@ -412,7 +415,7 @@ func (s Scenario) withDefaults() Scenario {
 	for i := range s.Others {
 		s.Others[i] = s.Others[i].withDefaults()
 	}
-	s.Timing.Deadline = cmp.Or(s.Timing.Deadline, Duration(5*time.Minute))
+	s.Timing.Deadline = cmp.Or(s.Timing.Deadline, Duration(DefaultDeadline))
 	s.Timing.Settle = cmp.Or(s.Timing.Settle, Duration(30*time.Second))
 	s.Timing.RetryWithin = cmp.Or(s.Timing.RetryWithin, Duration(DefaultRetryWithin))
 	s.World.Interference = slices.Clone(s.World.Interference)

@@ -25,6 +25,10 @@ const (
 	// OracleLiveness: the run converged later than the references and the
 	// fault's own duration allow (see Lateness).
 	OracleLiveness = "liveness"
+	// OracleConsistency: after a change of its input, an object the
+	// controller wrote ends otherwise than in a run created with that
+	// input (InputPoint, Inconsistent).
+	OracleConsistency = "consistency"
 )
 
 // Difference is one way a run differs from the references.

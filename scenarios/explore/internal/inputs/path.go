@@ -163,3 +163,30 @@ func get(obj map[string]any, p path) (any, bool) {
 	}
 	return v, true
 }
+
+// FieldUnder is the name of the field directly under root on path: "port"
+// for spec.port under spec, "targets" for spec.targets[1].port. An error
+// when path does not parse or is not below root.
+func FieldUnder(root, p string) (string, error) {
+	r, err := parsePath(root)
+	if err != nil {
+		return "", err
+	}
+	full, err := parsePath(p)
+	if err != nil {
+		return "", err
+	}
+	if len(full) <= len(r) {
+		return "", fmt.Errorf("path %q is not below %q", p, root)
+	}
+	for i, seg := range r {
+		if full[i].kind == listIndex || seg.kind == listIndex || full[i].key != seg.key {
+			return "", fmt.Errorf("path %q is not below %q", p, root)
+		}
+	}
+	next := full[len(r)]
+	if next.kind == listIndex {
+		return "", fmt.Errorf("path %q: %q is a list", p, root)
+	}
+	return next.key, nil
+}

@@ -50,3 +50,21 @@ func mustPath(t *testing.T, s string) path {
 	require.NoError(t, err)
 	return p
 }
+
+func TestFieldUnder(t *testing.T) {
+	for p, want := range map[string]string{
+		"spec.port":              "port",
+		"spec.targets[1].port":   "targets",
+		`spec.config["a.b"]`:     "config",
+		`spec["odd.name"].x`:     "odd.name",
+		"spec.template.spec.foo": "template",
+	} {
+		got, err := FieldUnder("spec", p)
+		require.NoError(t, err, p)
+		assert.Equal(t, want, got, p)
+	}
+	for _, p := range []string{"spec", "status.x", "spec[", "metadata.name"} {
+		_, err := FieldUnder("spec", p)
+		assert.Error(t, err, p)
+	}
+}

@@ -1,0 +1,356 @@
+package explore
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/explore/internal/inputs"
+)
+
+// An InputChange is one change of a custom resource's spec: where, what,
+// and why the schema suggests it.
+type InputChange = inputs.Change
+
+// InputRules are a user's say over the input changes: paths pinned or
+// excluded, and values to try.
+type InputRules = inputs.Rules
+
+// An InputPoint is one change of the desired state a scenario creates: a
+// change to the spec of one of its custom resources, drawn from its CRD's
+// schema and the spec the references ended with, made once every
+// reference has converged. Its transition run (Transition) makes the
+// change in the run, writing the one field under spec it touches; its
+// fresh run (Fresh) creates the resource with the change made to its
+// manifest, the scenario's interference then doing what it did in the
+// references. A correct controller ends both alike (Inconsistent).
+type InputPoint struct {
+	// ID names the point in reports and file names: "i007".
+	ID string `json:"id"`
+	// Object is the index, in the scenario's objects, of the resource
+	// changed; Kind and Name name it.
+	Object int    `json:"object"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	// Changes are made together, in order.
+	Changes []InputChange `json:"changes"`
+	// Field is the field directly under spec the changes touch; Value is
+	// its value after them, absent when Removed.
+	Field   string `json:"field"`
+	Value   any    `json:"value,omitempty"`
+	Removed bool   `json:"removed,omitempty"`
+	// Spec is the manifest's spec with the changes made: the fresh run's.
+	Spec map[string]any `json:"spec"`
+	// At is when the transition run makes them, from the run's start;
+	// Generation is the resource's generation the references ended with,
+	// which the change moves on.
+	At         reports.Duration `json:"at"`
+	Generation int64            `json:"generation"`
+}
+
+// Signature is what the point changes: "WebApp shop: spec.replicas set 0
+// (its minimum)".
+func (pt InputPoint) Signature() string {
+	var parts []string
+	for _, c := range pt.Changes {
+		parts = append(parts, c.String())
+	}
+	return fmt.Sprintf("%s %s: %s", pt.Kind, pt.Name, strings.Join(parts, ", then "))
+}
+
+// InputPoints are the input points of s: for each custom resource s
+// creates once whose CRD s also creates, the changes its schema allows at
+// spec (rules pin, exclude or add values), drawn from the resource as the
+// first reference ended it, each a point of one change, made after the
+// latest time a reference converged. A change the manifest cannot take
+// (a field the server defaulted, removed) makes no point. The references
+// must have converged, with their end state (Options.EndState).
+func InputPoints(s *scenarios.Scenario, refs []*reports.Result, rules InputRules) ([]InputPoint, error) {
+	if len(refs) == 0 {
+		return nil, errors.New("input points are drawn from the references' end: none given")
+	}
+	var at time.Duration
+	for i, r := range refs {
+		if !r.Converged {
+			return nil, fmt.Errorf("reference run %d (seed %d) did not converge: input points start from a converged world", i+1, r.Seed)
+		}
+		at = max(at, time.Duration(r.TimeToConverge))
+	}
+	// On the goal's grid, after the settle window began.
+	at = at.Truncate(scenarios.Poll) + scenarios.Poll
+	schemas, err := crdSchemas(s)
+	if err != nil {
+		return nil, err
+	}
+	var out []InputPoint
+	for i, o := range s.Objects {
+		if o.Manifest == nil || o.Count > 1 {
+			continue
+		}
+		manifest := map[string]any(runtime.DeepCopyJSON(o.Manifest))
+		apiVersion, _ := manifest["apiVersion"].(string)
+		kind, _ := manifest["kind"].(string)
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil {
+			continue
+		}
+		sch, ok := schemas[gv.WithKind(kind)]
+		if !ok {
+			continue
+		}
+		md, _ := manifest["metadata"].(map[string]any)
+		name, _ := md["name"].(string)
+		live := endObject(refs[0], apiVersion+" "+kind, name)
+		if live == nil {
+			continue // deleted in the run: nothing to change
+		}
+		if _, ok := live["spec"].(map[string]any); !ok {
+			continue
+		}
+		owned, whole := interfered(s, apiVersion, kind, name)
+		if whole {
+			continue // another actor patches it in ways not told apart
+		}
+		r := rules
+		r.Exclude = append(slices.Clone(rules.Exclude), owned...)
+		changes, err := inputs.Changes(sch, live, "spec", r, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+		}
+		generation := endGeneration(refs, apiVersion+" "+kind, name)
+		for _, c := range changes {
+			if c.Invalid {
+				continue // refused changes are points of their own (not yet planned)
+			}
+			pt, ok := inputPoint(live, manifest, c)
+			if !ok {
+				continue
+			}
+			pt.ID, pt.Object, pt.Kind, pt.Name = fmt.Sprintf("i%03d", len(out)+1), i, kind, name
+			pt.At, pt.Generation = reports.Duration(at), generation
+			out = append(out, pt)
+		}
+	}
+	return out, nil
+}
+
+// interfered are the fields under spec of the named resource that the
+// scenario's interference writes (spec.config): another actor's in the
+// run, whose writes would undo a change there in one run and not in the
+// other, so no change is drawn under them. whole: an interference
+// patches it otherwise than by a merge patch of spec's fields.
+func interfered(s *scenarios.Scenario, apiVersion, kind, name string) (owned []string, whole bool) {
+	for _, in := range s.World.Interference {
+		sel := in.Select
+		if sel.APIVersion != apiVersion || sel.Kind != kind || sel.Name != "" && sel.Name != name {
+			continue
+		}
+		if in.Set != nil {
+			if field, err := inputs.FieldUnder("spec", in.Set.Path); err == nil {
+				owned = append(owned, "spec."+field)
+			} else if in.Set.Path == "spec" {
+				return nil, true
+			}
+		}
+		if p := in.Patch; p != nil && p.Subresource == "" {
+			body, _ := p.Patch.(map[string]any)
+			spec, ok := body["spec"].(map[string]any)
+			if p.Type != "" && p.Type != scenarios.MergePatch || body == nil || body["spec"] != nil && !ok {
+				return nil, true
+			}
+			for field := range spec {
+				owned = append(owned, "spec."+field)
+			}
+		}
+	}
+	slices.Sort(owned)
+	return slices.Compact(owned), false
+}
+
+// inputPoint is the point of change c of live, the resource as the
+// references ended it, whose manifest is manifest; false when c cannot be
+// made to both.
+func inputPoint(live, manifest map[string]any, c InputChange) (InputPoint, bool) {
+	field, err := inputs.FieldUnder("spec", c.Path)
+	if err != nil || strings.ContainsAny(field, ".[]\"\\") {
+		return InputPoint{}, false // a name an interference's dotted path cannot write
+	}
+	changed, err := inputs.Apply(live, c)
+	if err != nil {
+		return InputPoint{}, false
+	}
+	fresh, err := inputs.Apply(manifest, c)
+	if err != nil {
+		return InputPoint{}, false
+	}
+	pt := InputPoint{Changes: []InputChange{c}, Field: field}
+	pt.Spec, _ = fresh["spec"].(map[string]any)
+	spec, _ := changed["spec"].(map[string]any)
+	if v, ok := spec[field]; ok {
+		pt.Value = v
+	} else {
+		pt.Removed = true
+	}
+	return pt, true
+}
+
+// endObject is the object r ended with, of kind (as the history writes
+// it) and name; nil when r did not end with it.
+func endObject(r *reports.Result, kind, name string) map[string]any {
+	for _, o := range r.History.End {
+		if o.Kind == kind && o.Name == name {
+			return runtime.DeepCopyJSON(o.Object)
+		}
+	}
+	return nil
+}
+
+// endGeneration is the latest generation the references ended the
+// object with (kind as the history writes it: "apps/v1 Deployment"); 1
+// when none did.
+func endGeneration(refs []*reports.Result, kind, name string) int64 {
+	out := int64(1)
+	for _, r := range refs {
+		for _, o := range r.History.End {
+			if o.Kind != kind || o.Name != name {
+				continue
+			}
+			md, _ := o.Object["metadata"].(map[string]any)
+			switch g := md["generation"].(type) {
+			case int64:
+				out = max(out, g)
+			case float64:
+				out = max(out, int64(g))
+			}
+		}
+	}
+	return out
+}
+
+// crdSchemas are the structural schemas of the CRDs s creates, by the
+// kind of each served version.
+func crdSchemas(s *scenarios.Scenario) (map[schema.GroupVersionKind]*structuralschema.Structural, error) {
+	out := map[schema.GroupVersionKind]*structuralschema.Structural{}
+	for _, o := range s.Objects {
+		if o.Manifest == nil || o.Manifest["kind"] != "CustomResourceDefinition" || o.Manifest["apiVersion"] != apiextensionsv1.SchemeGroupVersion.String() {
+			continue
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(o.Manifest), &crd); err != nil {
+			return nil, fmt.Errorf("reading CRD %v: %w", o.Manifest["metadata"], err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			sch, err := inputs.SchemaOf(&crd, v.Name)
+			if err != nil {
+				return nil, err
+			}
+			out[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = sch
+		}
+	}
+	return out, nil
+}
+
+// Transition is the scenario that runs pt: s, with the resource's spec
+// replaced by pt's, once, at pt.At. Its goal is one no input can make
+// wrong: the change was made (the resource's generation moved past
+// pt.Generation) and the controller then went quiet for the settle
+// window; the scenario's own goal, written for its input, is not judged.
+// The deadline moves on by pt.At.
+func (pt InputPoint) Transition(s *scenarios.Scenario) *scenarios.Scenario {
+	out := pt.base(s, "after")
+	sel := pt.selector(s)
+	set := &scenarios.SetField{Path: "spec." + pt.Field, Remove: pt.Removed}
+	if !pt.Removed {
+		set.Value = runtime.DeepCopyJSONValue(pt.Value)
+	}
+	out.World.Interference = append(slices.Clone(s.World.Interference), scenarios.Interference{
+		Every: pt.At, Until: pt.At, Count: 1, Select: sel, Set: set,
+	})
+	out.Goal = scenarios.Goal{Objects: []scenarios.Expectation{{Select: sel, Condition: fmt.Sprintf("object.metadata.generation > %d", pt.Generation)}}}
+	out.Timing.Deadline = cmp.Or(s.Timing.Deadline, reports.Duration(scenarios.DefaultDeadline)) + pt.At
+	return out
+}
+
+// Fresh is the scenario that creates the resource as pt changes it, from
+// the start: what its transition run must end like. Its goal: the
+// controller went quiet for the settle window.
+func (pt InputPoint) Fresh(s *scenarios.Scenario) *scenarios.Scenario {
+	out := pt.base(s, "fresh")
+	out.Objects = slices.Clone(s.Objects)
+	obj := runtime.DeepCopyJSON(s.Objects[pt.Object].Manifest)
+	obj["spec"] = runtime.DeepCopyJSONValue(pt.Spec)
+	out.Objects[pt.Object].Manifest = obj
+	out.Goal = scenarios.Goal{Objects: []scenarios.Expectation{{Select: pt.selector(s), Condition: "has(object.metadata.uid)"}}}
+	return out
+}
+
+// selector selects pt's resource.
+func (pt InputPoint) selector(s *scenarios.Scenario) scenarios.Selector {
+	return scenarios.Selector{APIVersion: fmt.Sprint(s.Objects[pt.Object].Manifest["apiVersion"]), Kind: pt.Kind, Name: pt.Name}
+}
+
+// base is s named for pt's run of the given part, without its faults.
+func (pt InputPoint) base(s *scenarios.Scenario, part string) *scenarios.Scenario {
+	out := *s
+	out.Name = pointName(s.Name, pt.ID+"-"+part)
+	out.Description = fmt.Sprintf("%s, %s one change of its input: %s", s.Name, part, pt.Signature())
+	out.Faults = nil
+	return &out
+}
+
+// Inconsistent compares the end of a transition run with the end of the
+// fresh run of the same input: the objects either controller wrote, and
+// the changed resource, masked by m, must end alike. It returns the
+// differences.
+func Inconsistent(pt InputPoint, transition, fresh *reports.Result, m Masks) []Difference {
+	written := writtenBy(transition)
+	for obj := range writtenBy(fresh) {
+		written[obj] = true
+	}
+	resources := resourcesOf(transition)
+	for kind, res := range resourcesOf(fresh) {
+		resources[kind] = res
+	}
+	judged := func(o flatObject) bool {
+		return shortKind(o.kind) == pt.Kind && o.name == pt.Name || written[base(resources[o.kind])+"/"+o.name]
+	}
+	got, want := flatEnd(transition, m), flatEnd(fresh, m)
+	var out []Difference
+	for _, key := range sortedKeys(want) {
+		w := want[key]
+		if !judged(w) {
+			continue
+		}
+		h, ok := got[key]
+		if !ok {
+			out = append(out, Difference{Oracle: OracleConsistency, Kind: shortKind(w.kind), Field: "(exists)", Object: w.name,
+				Detail: fmt.Sprintf("%s %s is not there after %s; a run created with that input ends with it", shortKind(w.kind), w.name, pt.Signature())})
+			continue
+		}
+		for _, f := range diffFields(w.fields, h.fields) {
+			out = append(out, Difference{Oracle: OracleConsistency, Kind: shortKind(w.kind), Field: f, Object: w.name,
+				Detail: fmt.Sprintf("%s %s: %s is %s after %s; a run created with that input ends with %s", shortKind(w.kind), w.name, f, valueOf(h.fields, f), pt.Signature(), valueOf(w.fields, f))})
+		}
+	}
+	for _, key := range sortedKeys(got) {
+		h := got[key]
+		if _, ok := want[key]; !ok && judged(h) {
+			out = append(out, Difference{Oracle: OracleConsistency, Kind: shortKind(h.kind), Field: "(exists)", Object: h.name,
+				Detail: fmt.Sprintf("%s %s is still there after %s; a run created with that input ends without it", shortKind(h.kind), h.name, pt.Signature())})
+		}
+	}
+	return dedupe(out)
+}

@@ -1,0 +1,92 @@
+package explore_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-lab/converge/examples/webapp"
+	"github.com/converge-lab/converge/reports"
+	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/explore"
+	"github.com/converge-lab/converge/scenarios/scenariotest"
+)
+
+// The webapp's input points are drawn from its CRD's schema; a correct
+// operator changed by one of them ends as a run created with the changed
+// input does, and two different inputs' ends differ where the operator
+// writes what the input says.
+func TestAnInputChangeEndsAsACreatedOne(t *testing.T) {
+	s, err := scenarios.Load("../../examples/webapp/scenarios/webapp.yaml")
+	require.NoError(t, err)
+	ctl, err := webapp.UnderTest("")
+	require.NoError(t, err)
+	run := func(s *scenarios.Scenario, seed uint64) *reports.Result {
+		res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: ctl, EndState: true})
+		require.Empty(t, res.Error)
+		require.True(t, res.Pass, "%s: %v", s.Name, res.Reasons)
+		return res
+	}
+	refs := []*reports.Result{run(s, 1), run(s, 2)}
+	points, err := explore.InputPoints(s, refs, explore.InputRules{})
+	require.NoError(t, err)
+	var paths []string
+	for _, pt := range points {
+		assert.Equal(t, "WebApp", pt.Kind)
+		assert.Equal(t, "shop", pt.Name)
+		require.Len(t, pt.Changes, 1)
+		assert.False(t, pt.Changes[0].Invalid)
+		assert.Greater(t, time.Duration(pt.At), time.Duration(refs[0].TimeToConverge))
+		if !slices.Contains(paths, pt.Changes[0].Path) {
+			paths = append(paths, pt.Changes[0].Path)
+		}
+	}
+	assert.Subset(t, paths, []string{"spec.replicas", "spec.port", "spec.image"}, "%v", paths)
+
+	replicas := func(n int64) explore.InputPoint {
+		i := slices.IndexFunc(points, func(pt explore.InputPoint) bool {
+			return pt.Changes[0].Path == "spec.replicas" && pt.Changes[0].Value == n
+		})
+		require.GreaterOrEqual(t, i, 0, "a point sets spec.replicas to %d: %v", n, points)
+		return points[i]
+	}
+	up, down := replicas(3), replicas(1)
+	masks := explore.DefaultMasks()
+	transition, fresh := run(up.Transition(s), 1), run(up.Fresh(s), 1)
+	assert.Empty(t, explore.Inconsistent(up, transition, fresh, masks))
+
+	// An operator that ignored the change would have ended as the run
+	// created with the other input did.
+	other := run(down.Fresh(s), 1)
+	diffs := explore.Inconsistent(up, other, fresh, masks)
+	require.NotEmpty(t, diffs)
+	assert.Contains(t, diffs, explore.Difference{Oracle: explore.OracleConsistency, Kind: "Deployment", Field: "spec.replicas", Object: "shop",
+		Detail: "Deployment shop: spec.replicas is 1 after WebApp shop: spec.replicas set 3 (one more); a run created with that input ends with 3"})
+}
+
+// On the correct operator, no input point of its scenario ends otherwise
+// than a run created with that input, and each run passes.
+func TestTheCorrectWebAppIsConsistentUnderEveryInputChange(t *testing.T) {
+	s, err := scenarios.Load("../../examples/webapp/scenarios/webapp.yaml")
+	require.NoError(t, err)
+	ctl, err := webapp.UnderTest("")
+	require.NoError(t, err)
+	run := func(s *scenarios.Scenario, seed uint64) *reports.Result {
+		res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: ctl, EndState: true})
+		require.Empty(t, res.Error)
+		assert.True(t, res.Pass, "%s: %v", s.Description, res.Reasons)
+		return res
+	}
+	refs := []*reports.Result{run(s, 1), run(s, 2)}
+	points, err := explore.InputPoints(s, refs, explore.InputRules{})
+	require.NoError(t, err)
+	require.NotEmpty(t, points)
+	for _, pt := range points {
+		transition, fresh := run(pt.Transition(s), 1), run(pt.Fresh(s), 1)
+		assert.Empty(t, explore.Inconsistent(pt, transition, fresh, explore.DefaultMasks()), pt.Signature())
+	}
+	t.Logf("%d input points", len(points))
+}
