@@ -35,7 +35,13 @@ func examples(t *testing.T) []example {
 	require.NoError(t, err)
 	web := example{name: "webapp", dir: "../examples/webapp/scenarios",
 		mutants: []zoo.Mutant{zoo.Of("control", "none: the operator as it should be", control)},
-		escapes: map[string]string{}}
+		escapes: map[string]string{
+			// Input mutants: no scenario scales a WebApp down or changes
+			// its port; input exploration does
+			// (TestInputPointsFindTheWebAppsInputMutants).
+			string(webapp.ScaleUpOnly):  "no scenario scales a WebApp down; input exploration finds it",
+			string(webapp.PortOnCreate): "no scenario changes a WebApp's port; input exploration finds it",
+		}}
 	for _, b := range webapp.Bugs() {
 		c, err := webapp.UnderTest(b.Name)
 		require.NoError(t, err)

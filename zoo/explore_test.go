@@ -74,6 +74,12 @@ func exploredControllers(t *testing.T) []explored {
 			"kept-mirrors": "mirror-deleted", "tombstone-ignored": "target-deleted"},
 	}
 	missed := map[string]map[string]string{
+		"webapp": {
+			"scale-up-only": "no fault changes the WebApp's input: input exploration (explore.InputPoints) finds it " +
+				"(TestInputPointsFindTheWebAppsInputMutants)",
+			"port-on-create": "no fault changes the WebApp's input: input exploration (explore.InputPoints) finds it " +
+				"(TestInputPointsFindTheWebAppsInputMutants)",
+		},
 		"mirror": {"retry-no-backoff": "its retries are paced by the client's rate limit, not a spin, so only an error that " +
 			"lasts (stubborn-target's 12 s of 500s, written by hand) tells them from backed-off ones; a point fails one " +
 			"request, or " + fmt.Sprint(explore.StormLength) + " in a row, which both retry through in as many requests"},

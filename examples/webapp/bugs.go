@@ -31,6 +31,12 @@ const (
 	// IgnoreConflict treats a 409 Conflict as done instead of retrying: a
 	// spec change whose Deployment update conflicts is lost.
 	IgnoreConflict Bug = "ignore-conflict"
+	// ScaleUpOnly only ever raises the Deployment's replicas: a WebApp
+	// scaled down keeps running as many pods as before.
+	ScaleUpOnly Bug = "scale-up-only"
+	// PortOnCreate sets the Service's port when it creates the Service,
+	// never after: a changed spec.port reaches the pods, not the Service.
+	PortOnCreate Bug = "port-on-create"
 )
 
 // BugInfo describes a mutant.
@@ -54,6 +60,9 @@ func Bugs() []BugInfo {
 			"it writes for ever"},
 		{IgnoreConflict, "drops a pass that hit a 409 Conflict instead of retrying it: a spec change whose Deployment " +
 			"update conflicted is never applied"},
+		{ScaleUpOnly, "only ever raises the Deployment's replicas: a scale down of the WebApp is never carried out"},
+		{PortOnCreate, "sets the Service's port only when it creates the Service: a later change of spec.port reaches the " +
+			"pods but not the Service, which sends traffic to a port nothing listens on"},
 	}
 }
 

@@ -184,7 +184,9 @@ func (r *Reconciler) heartbeat(ctx context.Context, app *v1alpha1.WebApp) (ctrl.
 // only when something differs.
 func (r *Reconciler) apply(ctx context.Context, app *v1alpha1.WebApp, c child, hash string) error {
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, c.obj, func() error {
+		undo := r.inputBug(c.obj)
 		setChild(c.obj, app, hash)
+		undo()
 		if r.Options.Bug == NoOwner {
 			// Bug: the owner reference is forgotten.
 			return nil
@@ -201,6 +203,34 @@ func (r *Reconciler) apply(ctx context.Context, app *v1alpha1.WebApp, c child, h
 		r.record(ctx, app, c, "Updated", "Update")
 	}
 	return nil
+}
+
+// inputBug is what the input-handling mutants keep of an existing child
+// as setChild makes it what app asks for: the call it returns puts it
+// back. The correct operator keeps nothing.
+func (r *Reconciler) inputBug(obj client.Object) (undo func()) {
+	if created := obj.GetCreationTimestamp(); created.IsZero() {
+		return func() {}
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		if r.Options.Bug == ScaleUpOnly && o.Spec.Replicas != nil {
+			// Bug: replicas are only ever raised.
+			was := *o.Spec.Replicas
+			return func() { o.Spec.Replicas = ptr.To(max(was, ptr.Deref(o.Spec.Replicas, 0))) }
+		}
+	case *corev1.Service:
+		if r.Options.Bug == PortOnCreate && len(o.Spec.Ports) > 0 {
+			// Bug: the port is set when the Service is created, never after.
+			was := o.Spec.Ports[0].Port
+			return func() {
+				if len(o.Spec.Ports) > 0 {
+					o.Spec.Ports[0].Port = was
+				}
+			}
+		}
+	}
+	return func() {}
 }
 
 // updateStatus writes status if it differs from app's. The write carries

@@ -139,6 +139,32 @@ var proofs = []proof{
 			return nil
 		},
 	},
+	{
+		bug: webapp.ScaleUpOnly,
+		// Scaled down from 3 to 1: the Deployment must follow.
+		scenario: func(t *testing.T, r *run) []string {
+			require.NoError(t, r.admin.Create(context.Background(), r.newWebApp("web", 3, nil)))
+			r.eventually("the WebApp is Available", func() bool { return available(r.webApp("web")) })
+			r.edit("web", func(s *v1alpha1.WebAppSpec) { s.Replicas = ptr.To[int32](1) })
+			if !within(time.Minute, func() bool { return ptr.Deref(r.deployment("web").Spec.Replicas, 0) == 1 }) {
+				return []string{fmt.Sprintf("a minute after replicas went to 1, the Deployment still asks for %d", ptr.Deref(r.deployment("web").Spec.Replicas, 0))}
+			}
+			return nil
+		},
+	},
+	{
+		bug: webapp.PortOnCreate,
+		// The port changes: the Service must follow the pods.
+		scenario: func(t *testing.T, r *run) []string {
+			require.NoError(t, r.admin.Create(context.Background(), r.newWebApp("web", 2, nil)))
+			r.eventually("the WebApp is Available", func() bool { return available(r.webApp("web")) })
+			r.edit("web", func(s *v1alpha1.WebAppSpec) { s.Port = 9090 })
+			if !within(time.Minute, func() bool { return r.service("web").Spec.Ports[0].Port == 9090 }) {
+				return []string{fmt.Sprintf("a minute after the port went to 9090, the Service still serves %d", r.service("web").Spec.Ports[0].Port)}
+			}
+			return nil
+		},
+	},
 }
 
 // TestMutants shows that each mutant's bug is real: visible in a run of the

@@ -2,6 +2,7 @@ package explore_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,38 @@ func TestTheCorrectWebAppIsConsistentUnderEveryInputChange(t *testing.T) {
 		assert.Empty(t, explore.Inconsistent(pt, transition, fresh, explore.DefaultMasks()), pt.Signature())
 	}
 	t.Logf("%d input points", len(points))
+}
+
+// Input exploration alone, from the webapp's fault-free scenario, finds
+// each of its input mutants, the field it mishandles named.
+func TestInputPointsFindTheWebAppsInputMutants(t *testing.T) {
+	s, err := scenarios.Load("../../examples/webapp/scenarios/webapp.yaml")
+	require.NoError(t, err)
+	for bug, want := range map[webapp.Bug]struct{ change, kind, field string }{
+		webapp.ScaleUpOnly:  {"spec.replicas set 0", "Deployment", "spec.replicas"},
+		webapp.PortOnCreate: {"spec.port set", "Service", "spec.ports[*].port"},
+	} {
+		t.Run(string(bug), func(t *testing.T) {
+			ctl, err := webapp.UnderTest(bug)
+			require.NoError(t, err)
+			run := func(s *scenarios.Scenario, seed uint64) *reports.Result {
+				res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: ctl, EndState: true})
+				require.Empty(t, res.Error)
+				return res
+			}
+			refs := []*reports.Result{run(s, 1), run(s, 2)}
+			points, err := explore.InputPoints(s, refs, explore.InputRules{})
+			require.NoError(t, err)
+			var found []string
+			for _, pt := range points {
+				for _, d := range explore.Inconsistent(pt, run(pt.Transition(s), 1), run(pt.Fresh(s), 1), explore.DefaultMasks()) {
+					if d.Kind == want.kind && d.Field == want.field && strings.Contains(pt.Signature(), want.change) {
+						found = append(found, d.Detail)
+					}
+				}
+			}
+			require.NotEmpty(t, found, "no point changing %s left %s %s otherwise than a fresh run", want.change, want.kind, want.field)
+			t.Log(found[0])
+		})
+	}
 }
