@@ -58,6 +58,8 @@ type Plan struct {
 	Found  map[string]int `json:"found"`
 	Steps  []Step         `json:"steps"`
 	Points []Point        `json:"points"`
+	// Inputs are the input points, when asked for (PlanInputs).
+	Inputs []InputPoint `json:"inputs,omitempty"`
 
 	// Derived from the references on the first judgement (learn).
 	learnOnce     sync.Once

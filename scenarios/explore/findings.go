@@ -45,7 +45,9 @@ type Coverage struct {
 	Found  map[string]int `json:"found"`
 	Steps  []Step         `json:"steps"`
 	Points int            `json:"points"`
-	Run    int            `json:"run"`
+	// Inputs are the input points, when the inputs were explored.
+	Inputs int `json:"inputs,omitempty"`
+	Run    int `json:"run"`
 	// Unfired points' faults never fired: the run did not meet the moment
 	// the reference had (another order of events).
 	Unfired int `json:"unfired"`
@@ -111,12 +113,12 @@ func RefOutcome(r *reports.Result, file string) Outcome {
 }
 
 // classRank orders classes from the simplest fault to reason about.
-var classRank = map[string]int{"reference": 0, Refused: 1, Intermediate: 2, Stale: 3, Unobserved: 4}
+var classRank = map[string]int{"reference": 0, Input: 1, Refused: 2, Intermediate: 3, Stale: 4, Unobserved: 5}
 
 // Summarise groups outcomes into findings.
 func (p *Plan) Summarise(controller string, refs []Outcome, outcomes []Outcome, wall time.Duration) *Exploration {
 	e := &Exploration{Schema: ExplorationSchema, Scenario: p.Scenario.Name, Controller: controller, Backend: p.Backend, Seed: p.Seed,
-		Coverage: Coverage{Found: p.Found, Steps: p.Steps, Points: len(p.Points)}, Outcomes: outcomes, ReferenceOutcomes: refs,
+		Coverage: Coverage{Found: p.Found, Steps: p.Steps, Points: len(p.Points), Inputs: len(p.Inputs)}, Outcomes: outcomes, ReferenceOutcomes: refs,
 		Masks: p.Masks, Learned: p.Learned, Noise: p.Noise,
 		Wall: reports.Duration(wall)}
 	for _, r := range p.References {
@@ -203,14 +205,18 @@ func (e *Exploration) Text() string {
 	for _, n := range c.Found {
 		found += n
 	}
-	fmt.Fprintf(&b, "explored %s (%s, seed %d): %d points found", e.Scenario, e.Controller, e.Seed, found)
+	if c.Inputs > 0 {
+		fmt.Fprintf(&b, "explored the inputs of %s (%s, seed %d): %d changes drawn from the schemas", e.Scenario, e.Controller, e.Seed, c.Inputs)
+	} else {
+		fmt.Fprintf(&b, "explored %s (%s, seed %d): %d points found", e.Scenario, e.Controller, e.Seed, found)
+	}
 	var pruned []string
 	for _, s := range c.Steps {
 		if s.Before != s.After {
 			pruned = append(pruned, fmt.Sprintf("%d %s", s.Before-s.After, s.Name))
 		}
 	}
-	if len(pruned) > 0 {
+	if len(pruned) > 0 && c.Inputs == 0 {
 		fmt.Fprintf(&b, ", of which pruned %s", strings.Join(pruned, ", "))
 	}
 	fmt.Fprintf(&b, "; %d run (%d did not fire, %d errors) in %v\n", c.Run, c.Unfired, c.Errors, time.Duration(e.Wall).Round(time.Millisecond))

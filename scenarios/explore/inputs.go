@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
 	"github.com/converge-lab/converge/scenarios/explore/internal/inputs"
@@ -353,4 +354,53 @@ func Inconsistent(pt InputPoint, transition, fresh *reports.Result, m Masks) []D
 		}
 	}
 	return dedupe(out)
+}
+
+// PlanInputs adds to p the input points of its scenario (InputPoints),
+// drawn from its references.
+func (p *Plan) PlanInputs(rules InputRules) error {
+	pts, err := InputPoints(p.Scenario, p.References, rules)
+	if err != nil {
+		return err
+	}
+	p.Inputs = pts
+	return nil
+}
+
+// InputShard is the i-th of n shares of p's input points.
+func (p *Plan) InputShard(i, n int) []InputPoint {
+	var out []InputPoint
+	for k, pt := range p.Inputs {
+		if n <= 1 || k%n == i {
+			out = append(out, pt)
+		}
+	}
+	return out
+}
+
+// Point is pt as an exploration's outcomes and findings name it.
+func (pt InputPoint) Point() Point {
+	return Point{ID: pt.ID, Class: Input, Signature: pt.Signature(), At: pt.At,
+		About: "a change of its input once the world had converged, against a run created with the changed input"}
+}
+
+// InputOutcome judges pt's transition and fresh runs: by each run's
+// verdict, and by whether the transition ended as the fresh run did on
+// the objects the controller wrote, beyond p's masks (Inconsistent). file
+// is the transition's result file.
+func (p *Plan) InputOutcome(pt InputPoint, transition, fresh *reports.Result, file string) Outcome {
+	o := Outcome{Point: pt.Point(), Result: file, Replay: transition.Replay, Wall: transition.Wall + fresh.Wall, Fired: true}
+	for _, r := range []*reports.Result{transition, fresh} {
+		if r.Error != "" {
+			o.Error = text.FirstLine(r.Error)
+			return o
+		}
+	}
+	o.Differences = verdictDifferences(transition)
+	for _, d := range verdictDifferences(fresh) {
+		d.Detail = "created with the changed input: " + d.Detail
+		o.Differences = append(o.Differences, d)
+	}
+	o.Differences = append(o.Differences, Inconsistent(pt, transition, fresh, p.Masks)...)
+	return o
 }

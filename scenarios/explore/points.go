@@ -27,6 +27,9 @@ const (
 	Stale = "stale"
 	// Refused: one request answered with an error (409 on a write, 5xx).
 	Refused = "refused"
+	// Input: no fault; a change of the desired state after the world
+	// converged (InputPoint).
+	Input = "input"
 )
 
 // Point is one injection: a single fault aimed at one moment of the

@@ -45,6 +45,13 @@ type ExploreOptions struct {
 	// Others are the Go values of the other controllers the scenario runs
 	// beside c (Scenario.Others), by name, in every run.
 	Others map[string]scenarios.Controller
+	// Inputs explores the inputs instead of the faults: the changes of
+	// the scenario's custom resources' specs their CRDs' schemas allow,
+	// each made once the references converged and judged against a run
+	// created with it (explore.InputPoint); InputRules pin, exclude or
+	// add values.
+	Inputs     bool
+	InputRules explore.InputRules
 }
 
 // Explore explores s, a scenario without faults, with controller c on the
@@ -74,7 +81,15 @@ func Explore(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o Expl
 	}
 	var outcomes []explore.Outcome
 	failing := slices.ContainsFunc(refOutcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 || o.Error != "" })
-	if !failing {
+	switch {
+	case failing:
+	case o.Inputs:
+		if err := plan.PlanInputs(o.InputRules); err != nil {
+			t.Error(err)
+			return nil
+		}
+		outcomes = runInputs(t, plan, c, o.Others, plan.Inputs, dir, o.FirstFinding)
+	default:
 		outcomes = runPoints(t, plan, c, o.Others, plan.Points, dir, o.FirstFinding)
 	}
 	e := plan.Summarise(c.Name(), refOutcomes, outcomes, time.Since(began))
@@ -154,6 +169,49 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 			}
 			o := plan.Outcome(pt, res, filepath.Base(path))
 			o.File = file
+			out = append(out, o)
+		})
+	}
+	return out
+}
+
+// found says whether an outcome differed.
+func found(outcomes []explore.Outcome) bool {
+	return slices.ContainsFunc(outcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 })
+}
+
+// runInputs runs input points of plan, one subtest each (its transition
+// and fresh runs), and judges each pair.
+func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, dir string, first bool) []explore.Outcome {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
+		t.Error(err)
+		return nil
+	}
+	root, _, _ := strings.Cut(t.Name(), "/")
+	var out []explore.Outcome
+	for _, pt := range points {
+		if first && found(out) {
+			break
+		}
+		t.Run(pt.ID, func(t *testing.T) {
+			var results [2]*reports.Result
+			var files [2]string
+			for i, s := range []*scenarios.Scenario{pt.Transition(plan.Scenario), pt.Fresh(plan.Scenario)} {
+				file := filepath.Join(dir, "points", s.Name+".yaml")
+				if err := writeScenario(file, s); err != nil {
+					t.Error(err)
+					return
+				}
+				results[i] = exploreRun(t, s, c, others, plan.Seed, fileReplay(current(t), root, s.Name, plan.Seed, file))
+				path, err := reports.Write(dir, results[i])
+				if err != nil {
+					t.Errorf("writing the result: %v", err)
+				}
+				files[i] = filepath.Base(path)
+			}
+			o := plan.InputOutcome(pt, results[0], results[1], files[0])
+			o.File = filepath.Join(dir, "points", pt.Transition(plan.Scenario).Name+".yaml")
 			out = append(out, o)
 		})
 	}
