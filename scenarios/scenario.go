@@ -50,6 +50,9 @@ type Scenario struct {
 	Objects []Objects `json:"objects,omitempty"`
 	// World is what the simulated cluster around the controller does.
 	World World `json:"world,omitempty"`
+	// Inputs say what input exploration (converge explore --inputs) may
+	// change of the custom resources the scenario creates.
+	Inputs Inputs `json:"inputs,omitempty"`
 	// Faults are injected into the controller's clients (and, for
 	// apiserver-restart and compaction, into the control plane). A fault
 	// that names one of the others (controller: its name) is injected
@@ -100,6 +103,22 @@ type Objects struct {
 	// Source is the file an entry's manifest was read from, once read.
 	Source string `json:"source,omitempty"`
 }
+
+// Inputs are a user's say over the changes input exploration draws from
+// the CRDs' schemas, by path in the resource (spec.replicas,
+// spec.targets[0].port, spec.config["key"]): in every resource the
+// scenario creates.
+type Inputs struct {
+	// Pin lists paths whose values no change may alter.
+	Pin []string `json:"pin,omitempty"`
+	// Exclude lists paths nothing is drawn at or under.
+	Exclude []string `json:"exclude,omitempty"`
+	// Values are values to try at a path, besides those drawn.
+	Values map[string][]any `json:"values,omitempty"`
+}
+
+// MaxInputRules bounds the paths and values Inputs may list.
+const MaxInputRules = 1_000
 
 // World is the simulated cluster around the controller (package
 // sim/world): Nodes whose kubelet runs pods by a readiness model, a
@@ -894,6 +913,26 @@ func validateExpectations(s Scenario, bad func(path, format string, args ...any)
 				}
 			}
 		}
+	}
+	n := len(s.Inputs.Pin) + len(s.Inputs.Exclude)
+	for _, vs := range s.Inputs.Values {
+		n += 1 + len(vs)
+	}
+	if n > MaxInputRules {
+		bad("inputs", "at most %d paths and values, got %d", MaxInputRules, n)
+	}
+	for _, l := range []struct {
+		what  string
+		paths []string
+	}{{"pin", s.Inputs.Pin}, {"exclude", s.Inputs.Exclude}} {
+		for i, p := range l.paths {
+			if p == "" {
+				bad(fmt.Sprintf("inputs.%s[%d]", l.what, i), "an empty path")
+			}
+		}
+	}
+	if _, ok := s.Inputs.Values[""]; ok {
+		bad("inputs.values", "an empty path")
 	}
 	if len(s.Goal.Objects) > MaxExpectations {
 		bad("goal.objects", "at most %d, got %d", MaxExpectations, len(s.Goal.Objects))

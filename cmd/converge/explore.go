@@ -29,6 +29,7 @@ type exploreFlags struct {
 	runFlags
 	seed          uint64
 	withoutFaults bool
+	inputs        bool
 }
 
 func exploreCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
@@ -50,6 +51,18 @@ the references'. Findings are grouped by what differed, each with its
 smallest point and the command that replays it; the report folder holds the
 HTML report, every run's result, and exploration.json.
 
+With --inputs it explores the scenario's inputs instead of faults: from
+each custom resource the scenario creates and its CRD's schema, the changes
+the schema allows to its spec (bounds, zero, one more and one less, other
+enum values, flipped booleans, optional fields removed and added, list items
+added, removed and reordered, map keys added and removed), each made once
+the references converged. Each point runs twice: the change made in the
+run, and the resource created with the change. A correct controller ends
+both alike on the objects it writes, and passes both; the scenario's own
+goal, written for its input, is not judged there. The scenario's inputs
+section pins, excludes or adds values by path; fields its own interference
+writes are left out.
+
 A scenario with faults of its own is refused; --without-faults explores its
 world without them. Exit status: 0 without findings, 1 with some, 2 on bad
 usage.`,
@@ -60,6 +73,7 @@ usage.`,
 	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "the seed of the first reference run and of every point's run")
 	cmd.Flags().IntVar(&f.parallel, "parallel", runtime.NumCPU(), "processes that run points side by side")
 	cmd.Flags().BoolVar(&f.withoutFaults, "without-faults", false, "explore the world of a scenario that has faults, without them")
+	cmd.Flags().BoolVar(&f.inputs, "inputs", false, "explore the changes of its custom resources their CRDs allow, instead of faults")
 	cmd.Flags().StringVar(&f.report, "report", "", "folder for the results and the report (default: a new temporary folder)")
 	cmd.Flags().DurationVar(&f.runTimeout, "run-timeout", defaultRunTimeout, "wall-clock limit of each run")
 	return cmd
@@ -76,7 +90,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	base := []string{"-test.run", "^" + regexp.QuoteMeta(strings.Split(l.Test, "/")[0]) + "$", "-test.count=1", "-test.timeout=0"}
 	inv := p.tests.invocation()
 	inv.Explore, inv.Seed, inv.Report, inv.RunTimeout, inv.RunID = l.Name, f.seed, p.report, f.runTimeout, p.runID
-	inv.Files, inv.ExploreWithoutFaults = p.sel.files, f.withoutFaults
+	inv.Files, inv.ExploreWithoutFaults, inv.ExploreInputs = p.sel.files, f.withoutFaults, f.inputs
 	planFile := filepath.Join(p.report, "plan.json")
 	inv.ExplorePlan = planFile
 	fmt.Fprintf(stdout, "exploring %s: reference runs\n", l.Name)
@@ -97,8 +111,19 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	}
 	var outcomes []explore.Outcome
 	if !failing {
-		n := min(f.parallel, max(len(plan.Points), 1))
-		fmt.Fprintf(stdout, "%d points in %d processes\n", len(plan.Points), n)
+		ids := make([]string, 0, len(plan.Points))
+		for _, pt := range plan.Points {
+			ids = append(ids, pt.ID)
+		}
+		what := "points"
+		if f.inputs {
+			ids, what = ids[:0], "input points (two runs each)"
+			for _, pt := range plan.Inputs {
+				ids = append(ids, pt.ID)
+			}
+		}
+		n := min(f.parallel, max(len(ids), 1))
+		fmt.Fprintf(stdout, "%d %s in %d processes\n", len(ids), what, n)
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
@@ -122,8 +147,8 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 				byID[o.Point.ID] = o
 			}
 		}
-		for _, pt := range plan.Points {
-			if o, ok := byID[pt.ID]; ok {
+		for _, id := range ids {
+			if o, ok := byID[id]; ok {
 				outcomes = append(outcomes, o)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/explore"
+	"github.com/converge-lab/converge/sim/simtest/tier"
 )
 
 // Exploring the scaler's baseline: every point runs in one of two
@@ -97,4 +98,26 @@ budgets: {requests: {patch: 3}}
 
 	_, err = run(t, "shrink", filepath.Join(dir, "missing.json"))
 	assert.Equal(t, 2, exitCode(err))
+}
+
+// Exploring the inputs of a user's scenario (the webapp example's, through
+// its package's tests): every input point runs, two runs each, and the
+// correct operator gives no finding.
+func TestExploreTheInputs(t *testing.T) {
+	tier.Full(t, "it builds the webapp example's tests; zoo's TestExploreInputs explores the same inputs in presubmit")
+	report := t.TempDir()
+	out, err := run(t, "explore", "webapp", "--inputs", "--parallel", "2", "--report", report, "--package", "../../examples/webapp")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "input points (two runs each) in 2 processes")
+	assert.Contains(t, out, "explored the inputs of webapp")
+	assert.Contains(t, out, "no findings")
+	e, err := explore.ReadExploration(filepath.Join(report, "exploration.json"))
+	require.NoError(t, err)
+	assert.Empty(t, e.Findings)
+	assert.Positive(t, e.Coverage.Inputs)
+	assert.Equal(t, e.Coverage.Inputs, e.Coverage.Run)
+	for _, o := range e.Outcomes {
+		assert.Equal(t, explore.Input, o.Point.Class)
+		assert.Contains(t, o.Replay, "converge run ")
+	}
 }

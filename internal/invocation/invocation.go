@@ -61,6 +61,8 @@ type Invocation struct {
 	ExplorePlan string
 	// ExploreWithoutFaults explores a scenario with faults without them.
 	ExploreWithoutFaults bool
+	// ExploreInputs explores the scenario's inputs instead of its faults.
+	ExploreInputs bool
 	// ExploreShard is "i/n": run shard i of n of the plan's points.
 	ExploreShard string
 	// Shrink names a failing run's result file to shrink instead.
@@ -106,6 +108,7 @@ func fields() []field {
 		{"explore", "explore this fault-free scenario instead of running the list", func(i *Invocation) flag.Value { return (*stringValue)(&i.Explore) }},
 		{"explore-plan", "with -converge.explore: learn the references and write the plan here, run no point; with -converge.explore-shard, run points of this plan", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExplorePlan) }},
 		{"explore-without-faults", "explore the world of a scenario that has faults, without them", func(i *Invocation) flag.Value { return (*boolValue)(&i.ExploreWithoutFaults) }},
+		{"explore-inputs", "explore the changes of the scenario's custom resources its CRDs allow, instead of faults", func(i *Invocation) flag.Value { return (*boolValue)(&i.ExploreInputs) }},
 		{"explore-shard", "i/n: run shard i (0-based) of n of the plan's points, writing outcomes-i.json into -converge.report", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExploreShard) }},
 		{"shrink", "shrink the failing run of this result file instead of running the list", func(i *Invocation) flag.Value { return (*stringValue)(&i.Shrink) }},
 		{"replay-package", "the package replay commands give go test, as named from where the run was asked for", func(i *Invocation) flag.Value { return (*stringValue)(&i.ReplayPackage) }},

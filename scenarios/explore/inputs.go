@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -357,8 +358,22 @@ func Inconsistent(pt InputPoint, transition, fresh *reports.Result, m Masks) []D
 }
 
 // PlanInputs adds to p the input points of its scenario (InputPoints),
-// drawn from its references.
+// drawn from its references, under rules and the scenario's own (its
+// inputs: pin, exclude, values).
 func (p *Plan) PlanInputs(rules InputRules) error {
+	own := p.Scenario.Inputs
+	rules.Pin = append(slices.Clone(rules.Pin), own.Pin...)
+	rules.Exclude = append(slices.Clone(rules.Exclude), own.Exclude...)
+	if len(own.Values) > 0 {
+		values := maps.Clone(rules.Values)
+		if values == nil {
+			values = map[string][]any{}
+		}
+		for path, vs := range own.Values {
+			values[path] = append(slices.Clone(values[path]), vs...)
+		}
+		rules.Values = values
+	}
 	pts, err := InputPoints(p.Scenario, p.References, rules)
 	if err != nil {
 		return err

@@ -54,6 +54,18 @@ func TestAnInputChangeEndsAsACreatedOne(t *testing.T) {
 		require.GreaterOrEqual(t, i, 0, "a point sets spec.replicas to %d: %v", n, points)
 		return points[i]
 	}
+	// The scenario's own inputs section leaves paths out.
+	pinned := *s
+	pinned.Inputs = scenarios.Inputs{Exclude: []string{"spec.replicas"}, Values: map[string][]any{"spec.image": {"registry.invalid/shop:2"}}}
+	plan, err := explore.NewPlan(&pinned, "fake", 1, refs, explore.Masks{})
+	require.NoError(t, err)
+	require.NoError(t, plan.PlanInputs(explore.InputRules{}))
+	assert.NotEmpty(t, plan.Inputs)
+	assert.False(t, slices.ContainsFunc(plan.Inputs, func(pt explore.InputPoint) bool { return pt.Changes[0].Path == "spec.replicas" }))
+	assert.True(t, slices.ContainsFunc(plan.Inputs, func(pt explore.InputPoint) bool {
+		return pt.Changes[0].Path == "spec.image" && pt.Changes[0].Value == "registry.invalid/shop:2"
+	}), "the value the scenario gives is tried")
+
 	up, down := replicas(3), replicas(1)
 	masks := explore.DefaultMasks()
 	transition, fresh := run(up.Transition(s), 1), run(up.Fresh(s), 1)

@@ -372,7 +372,12 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		if err != nil {
 			t.Fatal(err)
 		}
-		outcomes := runPoints(t, plan, c, others, plan.Shard(i, n), dir, false)
+		var outcomes []explore.Outcome
+		if inv.ExploreInputs {
+			outcomes = runInputs(t, plan, c, others, plan.InputShard(i, n), dir, false)
+		} else {
+			outcomes = runPoints(t, plan, c, others, plan.Shard(i, n), dir, false)
+		}
 		b, err := json.Marshal(outcomes)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("outcomes-%d.json", i)), b, 0o644)
@@ -385,6 +390,11 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		if plan == nil {
 			return
 		}
+		if inv.ExploreInputs && !found(refs) && !slices.ContainsFunc(refs, func(o explore.Outcome) bool { return o.Error != "" }) {
+			if err := plan.PlanInputs(explore.InputRules{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := plan.Write(inv.ExplorePlan); err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +406,7 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 			t.Fatal(err)
 		}
 	default:
-		e := Explore(t, s, c, ExploreOptions{Dir: dir, Others: others})
+		e := Explore(t, s, c, ExploreOptions{Dir: dir, Others: others, Inputs: inv.ExploreInputs})
 		if e == nil {
 			return
 		}
