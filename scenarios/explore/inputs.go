@@ -51,6 +51,10 @@ type InputPoint struct {
 	Field   string `json:"field"`
 	Value   any    `json:"value,omitempty"`
 	Removed bool   `json:"removed,omitempty"`
+	// Was is the field's value before them, as the references ended it;
+	// absent when WasAbsent.
+	Was       any  `json:"was,omitempty"`
+	WasAbsent bool `json:"wasAbsent,omitempty"`
 	// Spec is the manifest's spec with the changes made: the fresh run's.
 	Spec map[string]any `json:"spec"`
 	// At is when the transition run makes them, from the run's start;
@@ -134,7 +138,7 @@ func InputPoints(s *scenarios.Scenario, refs []*reports.Result, rules InputRules
 			if c.Invalid {
 				continue // refused changes are points of their own (not yet planned)
 			}
-			pt, ok := inputPoint(live, manifest, c)
+			pt, ok := inputPoint(sch, live, manifest, c)
 			if !ok {
 				continue
 			}
@@ -181,15 +185,15 @@ func interfered(s *scenarios.Scenario, apiVersion, kind, name string) (owned []s
 
 // inputPoint is the point of change c of live, the resource as the
 // references ended it, whose manifest is manifest; false when c cannot be
-// made to both.
-func inputPoint(live, manifest map[string]any, c InputChange) (InputPoint, bool) {
+// made to both, or the schema's defaults undo it.
+func inputPoint(sch *structuralschema.Structural, live, manifest map[string]any, c InputChange) (InputPoint, bool) {
 	field, err := inputs.FieldUnder("spec", c.Path)
 	if err != nil || strings.ContainsAny(field, ".[]\"\\") {
 		return InputPoint{}, false // a name an interference's dotted path cannot write
 	}
 	changed, err := inputs.Apply(live, c)
-	if err != nil {
-		return InputPoint{}, false
+	if err != nil || inputs.NoOp(sch, live, changed) {
+		return InputPoint{}, false // or the server's defaults undo it: no change
 	}
 	fresh, err := inputs.Apply(manifest, c)
 	if err != nil {
@@ -202,6 +206,12 @@ func inputPoint(live, manifest map[string]any, c InputChange) (InputPoint, bool)
 		pt.Value = v
 	} else {
 		pt.Removed = true
+	}
+	was, _ := live["spec"].(map[string]any)
+	if v, ok := was[field]; ok {
+		pt.Was = runtime.DeepCopyJSONValue(v)
+	} else {
+		pt.WasAbsent = true
 	}
 	return pt, true
 }
@@ -284,6 +294,47 @@ func (pt InputPoint) Transition(s *scenarios.Scenario) *scenarios.Scenario {
 	out.Goal = scenarios.Goal{Objects: []scenarios.Expectation{{Select: sel, Condition: fmt.Sprintf("object.metadata.generation > %d", pt.Generation)}}}
 	out.Timing.Deadline = cmp.Or(s.Timing.Deadline, reports.Duration(scenarios.DefaultDeadline)) + pt.At
 	return out
+}
+
+// Recovery is the scenario that changes the resource as Transition does
+// and, as long after as the references took to converge (pt.At), changes
+// it back: a correct controller ends as the references did. Its goal:
+// both changes made (the generation moved on twice), then quiet.
+func (pt InputPoint) Recovery(s *scenarios.Scenario) *scenarios.Scenario {
+	out := pt.Transition(s)
+	out.Name = pointName(s.Name, pt.ID+"-back")
+	out.Description = fmt.Sprintf("%s, one change of its input and back: %s", s.Name, pt.Signature())
+	sel := pt.selector(s)
+	back := &scenarios.SetField{Path: "spec." + pt.Field, Remove: pt.WasAbsent}
+	if !pt.WasAbsent {
+		back.Value = runtime.DeepCopyJSONValue(pt.Was)
+	}
+	out.World.Interference = append(out.World.Interference, scenarios.Interference{
+		Every: 2 * pt.At, Until: 2 * pt.At, Count: 1, Select: sel, Set: back,
+	})
+	out.Goal = scenarios.Goal{Objects: []scenarios.Expectation{{Select: sel, Condition: fmt.Sprintf("object.metadata.generation > %d", pt.Generation+1)}}}
+	out.Timing.Deadline += pt.At
+	return out
+}
+
+// Recovered compares the end of pt's recovery run with the references',
+// beyond p's masks, on the objects the controller wrote and the changed
+// resource: what a change and its undoing left behind.
+func (p *Plan) Recovered(pt InputPoint, recovery *reports.Result) []Difference {
+	written := writtenBy(recovery)
+	resources := map[string]string{}
+	for kind, res := range resourcesOf(recovery) {
+		resources[shortKind(kind)] = base(res)
+	}
+	var out []Difference
+	for _, d := range p.endDifferences(recovery) {
+		if d.Kind == pt.Kind && d.Object == pt.Name || written[resources[d.Kind]+"/"+d.Object] {
+			d.Oracle = OracleRecovery
+			d.Detail = fmt.Sprintf("after %s and back: %s", pt.Signature(), d.Detail)
+			out = append(out, d)
+		}
+	}
+	return dedupe(out)
 }
 
 // Fresh is the scenario that creates the resource as pt changes it, from
@@ -399,13 +450,14 @@ func (pt InputPoint) Point() Point {
 		About: "a change of its input once the world had converged, against a run created with the changed input"}
 }
 
-// InputOutcome judges pt's transition and fresh runs: by each run's
-// verdict, and by whether the transition ended as the fresh run did on
-// the objects the controller wrote, beyond p's masks (Inconsistent). file
+// InputOutcome judges pt's transition, fresh and recovery runs: by each
+// run's verdict; by whether the transition ended as the fresh run did on
+// the objects the controller wrote, beyond p's masks (Inconsistent); and
+// by whether the recovery ended as the references did (Recovered). file
 // is the transition's result file.
-func (p *Plan) InputOutcome(pt InputPoint, transition, fresh *reports.Result, file string) Outcome {
-	o := Outcome{Point: pt.Point(), Result: file, Replay: transition.Replay, Wall: transition.Wall + fresh.Wall, Fired: true}
-	for _, r := range []*reports.Result{transition, fresh} {
+func (p *Plan) InputOutcome(pt InputPoint, transition, fresh, recovery *reports.Result, file string) Outcome {
+	o := Outcome{Point: pt.Point(), Result: file, Replay: transition.Replay, Wall: transition.Wall + fresh.Wall + recovery.Wall, Fired: true}
+	for _, r := range []*reports.Result{transition, fresh, recovery} {
 		if r.Error != "" {
 			o.Error = text.FirstLine(r.Error)
 			return o
@@ -416,6 +468,12 @@ func (p *Plan) InputOutcome(pt InputPoint, transition, fresh *reports.Result, fi
 		d.Detail = "created with the changed input: " + d.Detail
 		o.Differences = append(o.Differences, d)
 	}
+	for _, d := range verdictDifferences(recovery) {
+		d.Detail = "changed and changed back: " + d.Detail
+		o.Differences = append(o.Differences, d)
+	}
 	o.Differences = append(o.Differences, Inconsistent(pt, transition, fresh, p.Masks)...)
+	o.Differences = append(o.Differences, p.Recovered(pt, recovery)...)
+	o.Differences = dedupe(o.Differences)
 	return o
 }

@@ -29,6 +29,10 @@ const (
 	// controller wrote ends otherwise than in a run created with that
 	// input (InputPoint, Inconsistent).
 	OracleConsistency = "consistency"
+	// OracleRecovery: after a change of its input and its undoing, an
+	// object the controller wrote ends otherwise than in the references
+	// (InputPoint.Recovery, Plan.Recovered).
+	OracleRecovery = "recovery"
 )
 
 // Difference is one way a run differs from the references.
@@ -50,33 +54,7 @@ func (d Difference) key() string { return d.Oracle + " " + d.Kind + " " + d.Fiel
 
 // Judge compares r, a run of one of p's points, with the references.
 func (p *Plan) Judge(r *reports.Result) []Difference {
-	out := verdictDifferences(r)
-	p.learnOnce.Do(p.learn)
-	ref := p.refEnd
-	got := flatEnd(r, p.Masks)
-	for _, key := range sortedKeys(ref) {
-		want := ref[key]
-		have, ok := got[key]
-		if !ok && (p.volatile(want.name) || p.noisyExists[key]) {
-			continue
-		}
-		if !ok {
-			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(want.kind), Field: "(exists)", Object: want.name,
-				Detail: fmt.Sprintf("%s %s is gone at the end; every reference run ended with it", shortKind(want.kind), want.name)})
-			continue
-		}
-		for _, f := range diffFields(want.fields, have.fields) {
-			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(want.kind), Field: f, Object: want.name,
-				Detail: fmt.Sprintf("%s %s: %s is %s, the references' %s", shortKind(want.kind), want.name, f, valueOf(have.fields, f), valueOf(want.fields, f))})
-		}
-	}
-	for _, key := range sortedKeys(got) {
-		o := got[key]
-		if _, ok := ref[key]; !ok && !p.volatile(o.name) && !p.noisyExists[key] && !p.noisyFamily[p.familyOf(o.kind, o.name)] {
-			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(o.kind), Field: "(exists)", Object: o.name,
-				Detail: fmt.Sprintf("%s %s exists at the end; no reference run ended with it", shortKind(o.kind), o.name)})
-		}
-	}
+	out := append(verdictDifferences(r), p.endDifferences(r)...)
 	counts := eventCounts(r)
 	for _, obj := range sortedKeys(p.Counts) {
 		c := counts[obj]
@@ -103,6 +81,38 @@ func (p *Plan) Judge(r *reports.Result) []Difference {
 		out = append(out, d)
 	}
 	return dedupe(out)
+}
+
+// endDifferences compares the end state of r with the references'.
+func (p *Plan) endDifferences(r *reports.Result) []Difference {
+	var out []Difference
+	p.learnOnce.Do(p.learn)
+	ref := p.refEnd
+	got := flatEnd(r, p.Masks)
+	for _, key := range sortedKeys(ref) {
+		want := ref[key]
+		have, ok := got[key]
+		if !ok && (p.volatile(want.name) || p.noisyExists[key]) {
+			continue
+		}
+		if !ok {
+			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(want.kind), Field: "(exists)", Object: want.name,
+				Detail: fmt.Sprintf("%s %s is gone at the end; every reference run ended with it", shortKind(want.kind), want.name)})
+			continue
+		}
+		for _, f := range diffFields(want.fields, have.fields) {
+			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(want.kind), Field: f, Object: want.name,
+				Detail: fmt.Sprintf("%s %s: %s is %s, the references' %s", shortKind(want.kind), want.name, f, valueOf(have.fields, f), valueOf(want.fields, f))})
+		}
+	}
+	for _, key := range sortedKeys(got) {
+		o := got[key]
+		if _, ok := ref[key]; !ok && !p.volatile(o.name) && !p.noisyExists[key] && !p.noisyFamily[p.familyOf(o.kind, o.name)] {
+			out = append(out, Difference{Oracle: OracleEndState, Kind: shortKind(o.kind), Field: "(exists)", Object: o.name,
+				Detail: fmt.Sprintf("%s %s exists at the end; no reference run ended with it", shortKind(o.kind), o.name)})
+		}
+	}
+	return out
 }
 
 // made: the object was added during the run.

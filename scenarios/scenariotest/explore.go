@@ -180,8 +180,8 @@ func found(outcomes []explore.Outcome) bool {
 	return slices.ContainsFunc(outcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 })
 }
 
-// runInputs runs input points of plan, one subtest each (its transition
-// and fresh runs), and judges each pair.
+// runInputs runs input points of plan, one subtest each (its transition,
+// fresh and recovery runs), and judges each.
 func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, dir string, first bool) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
@@ -195,9 +195,9 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 			break
 		}
 		t.Run(pt.ID, func(t *testing.T) {
-			var results [2]*reports.Result
-			var files [2]string
-			for i, s := range []*scenarios.Scenario{pt.Transition(plan.Scenario), pt.Fresh(plan.Scenario)} {
+			var results [3]*reports.Result
+			var files [3]string
+			for i, s := range []*scenarios.Scenario{pt.Transition(plan.Scenario), pt.Fresh(plan.Scenario), pt.Recovery(plan.Scenario)} {
 				file := filepath.Join(dir, "points", s.Name+".yaml")
 				if err := writeScenario(file, s); err != nil {
 					t.Error(err)
@@ -210,7 +210,7 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 				}
 				files[i] = filepath.Base(path)
 			}
-			o := plan.InputOutcome(pt, results[0], results[1], files[0])
+			o := plan.InputOutcome(pt, results[0], results[1], results[2], files[0])
 			o.File = filepath.Join(dir, "points", pt.Transition(plan.Scenario).Name+".yaml")
 			out = append(out, o)
 		})

@@ -499,3 +499,29 @@ func TestChangesStayWithinTheirCaps(t *testing.T) {
 		assert.Equal(t, map[string]bool{"spec.x[0]": true, "spec.x[1]": true, "spec.x[2]": true, "spec.x[999]": true}, seen)
 	})
 }
+
+// A change the schema's defaults undo is no change: a defaulted field
+// removed, or set to its default.
+func TestNoOp(t *testing.T) {
+	s := schemaOf(t, `
+type: object
+properties:
+  port: {type: integer, default: 8080}
+  replicas: {type: integer}
+`)
+	obj := object(map[string]any{"port": int64(8080), "replicas": int64(2)})
+	for _, tc := range []struct {
+		c    Change
+		noop bool
+	}{
+		{Change{Path: "spec.port", Op: OpRemove}, true},
+		{Change{Path: "spec.port", Op: OpSet, Value: int64(8080)}, true},
+		{Change{Path: "spec.port", Op: OpSet, Value: int64(80)}, false},
+		{Change{Path: "spec.replicas", Op: OpRemove}, false},
+	} {
+		changed, err := Apply(obj, tc.c)
+		require.NoError(t, err)
+		assert.Equal(t, tc.noop, NoOp(s, obj, changed), "%s", tc.c)
+	}
+	assert.Equal(t, int64(8080), obj["spec"].(map[string]any)["port"], "obj is not modified")
+}

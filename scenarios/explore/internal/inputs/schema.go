@@ -6,6 +6,8 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // SchemaOf is the structural schema of crd's version, from the object's
@@ -33,4 +35,15 @@ func SchemaOf(crd *apiextensionsv1.CustomResourceDefinition, version string) (*s
 		return s, nil
 	}
 	return nil, fmt.Errorf("CRD %s has no version %s", crd.Name, version)
+}
+
+// NoOp says whether changed, obj after a change, is what the API server
+// would store for obj anyway: equal to it once both have the schema's
+// defaults applied (a defaulted field removed, or set to its default).
+// Neither is modified.
+func NoOp(s *structuralschema.Structural, obj, changed map[string]any) bool {
+	a, b := deepCopy(obj), deepCopy(changed)
+	structuraldefaulting.Default(a, s)
+	structuraldefaulting.Default(b, s)
+	return equality.Semantic.DeepEqual(a, b)
 }
