@@ -68,6 +68,21 @@ func TestBackendsInstallCRDs(t *testing.T) {
 		require.NoError(t, err, "served as soon as Start returns")
 		size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size")
 		assert.Equal(t, int64(3), size, "defaulted by its schema")
+
+		// The request is defaulted before it is compared: a defaulted
+		// field removed is no change of the spec, and its generation
+		// stays; a field changed moves it on.
+		client := dynamic.NewForConfigOrDie(env.RESTConfig).Resource(gadgets).Namespace(env.Namespace)
+		unstructured.RemoveNestedField(got.Object, "spec", "size")
+		got, err = client.Update(context.Background(), got, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		size, _, _ = unstructured.NestedInt64(got.Object, "spec", "size")
+		assert.Equal(t, int64(3), size, "defaulted again")
+		assert.Equal(t, int64(1), got.GetGeneration(), "removing a defaulted field changes no spec")
+		require.NoError(t, unstructured.SetNestedField(got.Object, int64(4), "spec", "size"))
+		got, err = client.Update(context.Background(), got, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), got.GetGeneration())
 	}
 	t.Run("fake", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {

@@ -474,9 +474,6 @@ func (s *store) updateLocked(ctx context.Context, r *resource, ns string, in run
 	if om.GetGenerateName() == "" {
 		om.SetGenerateName(sm.GetGenerateName())
 	}
-	if subresource == "" && !sameSpec(stored, out) {
-		om.SetGeneration(sm.GetGeneration() + 1)
-	}
 	if sm.GetDeletionTimestamp() != nil {
 		if added := newFinalizers(sm.GetFinalizers(), om.GetFinalizers()); len(added) > 0 {
 			return nil, apierrors.NewForbidden(r.groupResource(), m.GetName(),
@@ -485,6 +482,11 @@ func (s *store) updateLocked(ctx context.Context, r *resource, ns string, in run
 	}
 	if err := r.admit(ctx, out, stored); err != nil {
 		return nil, err
+	}
+	// Compared once defaulted, as the server decodes the request before
+	// it compares: a defaulted field removed is no change of the spec.
+	if subresource == "" && !sameSpec(stored, out) {
+		om.SetGeneration(sm.GetGeneration() + 1)
 	}
 	if err := s.kinds.beforeUpdate(ctx, r, out, stored); err != nil {
 		return nil, err
