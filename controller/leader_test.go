@@ -89,6 +89,9 @@ func TestOnlyTheLeaderWrites(t *testing.T) {
 		}
 		leaderID := leaseHolder(c)
 		require.Error(t, standby.ctl.Ready(), "a standby is not ready")
+		// Ready as it starts leading; its first pass may still be under
+		// way at that instant (goroutine order): let it finish.
+		synctest.Wait()
 		assert.Equal(t, int32(4), c.replicas("web"))
 		assert.Equal(t, 1, log.count(leaderID))
 		assert.Equal(t, 0, log.count(standbyID))
