@@ -68,7 +68,7 @@ func (c *Cluster) recover(ctx context.Context, name string) {
 	c.outages = append(c.outages, o)
 	c.changedLocked()
 	c.smu.Unlock()
-	klog.Background().Info("kwok: a component exited; starting it again", "cluster", c.name, "component", name)
+	klog.Background().Info("kwok: a component exited; starting it again", "kwokCluster", c.name, "component", name)
 	var err error
 	for range restartAttempts {
 		if err = c.restart(ctx, name, 0); err == nil {
