@@ -251,11 +251,14 @@ func ReadPlan(path string) (*Plan, error) {
 }
 
 // Shard is the points of shard i (0-based) of n: every n-th point.
-func (p *Plan) Shard(i, n int) []Point {
-	var out []Point
-	for k, pt := range p.Points {
+func (p *Plan) Shard(i, n int) []Point { return shard(p.Points, i, n) }
+
+// shard is every n-th of list from its i-th; all of it when n <= 1.
+func shard[T any](list []T, i, n int) []T {
+	var out []T
+	for k, x := range list {
 		if n <= 1 || k%n == i {
-			out = append(out, pt)
+			out = append(out, x)
 		}
 	}
 	return out

@@ -434,15 +434,7 @@ func (p *Plan) PlanInputs(rules InputRules) error {
 }
 
 // InputShard is the i-th of n shares of p's input points.
-func (p *Plan) InputShard(i, n int) []InputPoint {
-	var out []InputPoint
-	for k, pt := range p.Inputs {
-		if n <= 1 || k%n == i {
-			out = append(out, pt)
-		}
-	}
-	return out
-}
+func (p *Plan) InputShard(i, n int) []InputPoint { return shard(p.Inputs, i, n) }
 
 // Point is pt as an exploration's outcomes and findings name it.
 func (pt InputPoint) Point() Point {

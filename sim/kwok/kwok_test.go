@@ -269,22 +269,13 @@ func TestStopSparesWhatAStalePIDFileNames(t *testing.T) {
 // killed) is started again, and the wait ends when the new one publishes
 // kube-root-ca.crt.
 func TestAControllerManagerThatRunsNoControllersIsStartedAgain(t *testing.T) {
-	if _, _, err := Binaries(""); err != nil && !Required() {
-		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
-	}
 	ctx := context.Background()
-	c, err := Start(ctx, Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+	c := startCluster(t)
 	require.Empty(t, c.restarted)
 	// The start's own restart is what is tested, not the supervisor's.
 	c.stopSupervising()
 
-	raw, err := os.ReadFile(filepath.Join(c.Workdir(), "clusters", c.Name(), "pids", "kube-controller-manager.pid"))
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	require.NoError(t, err)
-	require.NoError(t, proc.Stop(ctx, pid, 5*time.Second))
+	require.NoError(t, proc.Stop(ctx, pidOf(t, c, "kube-controller-manager"), 5*time.Second))
 	client, err := kubernetes.NewForConfig(c.Config())
 	require.NoError(t, err)
 	require.NoError(t, client.CoreV1().ConfigMaps("default").Delete(ctx, "kube-root-ca.crt", metav1.DeleteOptions{}))
@@ -326,13 +317,8 @@ func awaitOutages(t *testing.T, c *Cluster, limit time.Duration, done func([]sim
 // while it serves is an outage, started again with its flags; killing
 // kube-controller-manager and then etcd leaves a cluster that serves.
 func TestAComponentThatExitsIsStartedAgain(t *testing.T) {
-	if _, _, err := Binaries(""); err != nil && !Required() {
-		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
-	}
 	ctx := context.Background()
-	c, err := Start(ctx, Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+	c := startCluster(t)
 	outages, _ := c.Outages()
 	require.Empty(t, outages)
 
@@ -360,15 +346,9 @@ func TestAComponentThatExitsIsStartedAgain(t *testing.T) {
 // restarts all exit at once makes the cluster's error, which names it and
 // quotes its log; Stop still deletes the cluster.
 func TestAComponentThatCannotStartAgainBreaksTheCluster(t *testing.T) {
-	if _, _, err := Binaries(""); err != nil && !Required() {
-		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
-	}
 	falseBin, err := exec.LookPath("false")
 	require.NoError(t, err)
-	ctx := context.Background()
-	c, err := Start(ctx, Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+	c := startCluster(t)
 
 	// What kube-scheduler starts as from now on exits at once.
 	conf := filepath.Join(c.Workdir(), "clusters", c.Name(), "kwok.yaml")
@@ -383,4 +363,17 @@ func TestAComponentThatCannotStartAgainBreaksTheCluster(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the kwok cluster's kube-scheduler exited and could not be started again (3 attempts")
 	assert.Contains(t, err.Error(), "kube-scheduler.log")
+}
+
+// startCluster starts a cluster the test stops; without the binaries it
+// skips, or fails under CI.
+func startCluster(t *testing.T) *Cluster {
+	t.Helper()
+	if _, _, err := Binaries(""); err != nil && !Required() {
+		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
+	}
+	c, err := Start(context.Background(), Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
+	return c
 }
