@@ -119,7 +119,7 @@ func podInformer(t *testing.T, client kubernetes.Interface, ns string, virtual b
 	inf := factory.Core().V1().Pods().Informer()
 	var mu sync.Mutex
 	var initial []string
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{AddFunc: func(obj any, isInInitialList bool) {
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{AddFunc: func(obj any, isInInitialList bool) {
 		if isInInitialList {
 			mu.Lock()
 			initial = append(initial, obj.(*corev1.Pod).Name)
@@ -132,7 +132,10 @@ func podInformer(t *testing.T, client kubernetes.Interface, ns string, virtual b
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop); factory.Shutdown() }) }
 	t.Cleanup(halt)
-	waitFor(t, virtual, inf.HasSynced)
+	// The registration, not the informer: the informer has synced once
+	// its first list is in its store, its handler only once that list
+	// has been delivered to it.
+	waitFor(t, virtual, reg.HasSynced)
 	return inf, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
