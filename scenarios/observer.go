@@ -33,6 +33,9 @@ type kindInfo struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
 	informer   cache.SharedIndexInformer
+	// handled has synced once the first list has reached the history,
+	// not only the informer's store.
+	handled cache.ResourceEventHandlerRegistration
 }
 
 func newObserver(r *run) *observer {
@@ -76,13 +79,15 @@ func (o *observer) watch(ctx context.Context, late bool) error {
 			factory = o.namespaced
 		}
 		k.informer = factory.ForResource(m.Resource).Informer()
-		if _, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { o.changed(k, "ADDED", obj) },
 			UpdateFunc: func(_, obj any) { o.changed(k, "MODIFIED", obj) },
 			DeleteFunc: func(obj any) { o.changed(k, "DELETED", obj) },
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
+		k.handled = reg
 		o.kinds[gvk] = k
 		o.r.hist.watched(m.Resource.Resource, gvk)
 		added = append(added, k)
@@ -93,7 +98,7 @@ func (o *observer) watch(ctx context.Context, late bool) error {
 	o.namespaced.Start(o.stopCh)
 	o.cluster.Start(o.stopCh)
 	for _, k := range added {
-		if !cache.WaitForCacheSync(ctx.Done(), k.informer.HasSynced) {
+		if !cache.WaitForCacheSync(ctx.Done(), k.handled.HasSynced) {
 			return fmt.Errorf("observer: the %s cache did not sync", k.gvr.Resource)
 		}
 	}
