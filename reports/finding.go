@@ -34,6 +34,11 @@ const (
 	// KindHarness: the run could not be carried out; a verdict on converge
 	// or the scenario, not on the controller.
 	KindHarness Kind = "harness-error"
+	// KindLiveness: the run converged, but much later than fault-free runs
+	// of the same world did and after its controller had sent nothing for
+	// longer than they ever did: work dropped until a resync or an
+	// unrelated event.
+	KindLiveness Kind = "liveness"
 )
 
 // The checks that are not invariants, as findings name them.
@@ -44,6 +49,7 @@ const (
 	CheckBudgetRequests   = "budget.requests"
 	CheckHarness          = "harness"
 	CheckFaultsFire       = "faults-fire"
+	CheckLiveness         = "liveness"
 )
 
 // Subject is the object a finding is about. Empty fields are unknown or
@@ -135,6 +141,8 @@ func (f Finding) Sentence(start time.Time) string {
 		return "the run could not be carried out: " + text.FirstLine(f.Detail)
 	case KindUnfired:
 		return f.Detail + " never fired"
+	case KindLiveness:
+		return "converged late: " + f.Detail
 	}
 	when := "at the end of the run"
 	if !f.At.IsZero() {

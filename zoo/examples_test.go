@@ -77,6 +77,7 @@ func TestExamples(t *testing.T) {
 				if i == 0 {
 					n = *seeds
 				}
+				live := scenariotest.NewLiveness(1, nil)
 				for _, s := range all {
 					if !s.RunsOn(fake.Name) {
 						continue
@@ -85,7 +86,7 @@ func TestExamples(t *testing.T) {
 						break
 					}
 					for seed := range uint64(n) {
-						res := runFake(t, s, seed+1, m.Controller())
+						res := runFake(t, s, seed+1, m.Controller(), live)
 						require.Empty(t, res.Error, "%s could not be run", s.Name)
 						table.Add(m.Name, res)
 						results = append(results, res)

@@ -77,7 +77,7 @@ func TestZoo(t *testing.T) {
 				break
 			}
 			for seed := uint64(1); seed <= uint64(*seeds); seed++ {
-				res := runFake(t, s, seed, m.Controller())
+				res := runFake(t, s, seed, m.Controller(), nil)
 				table.Add(m.Name, res)
 				results = append(results, res)
 			}
@@ -111,7 +111,7 @@ func TestZoo(t *testing.T) {
 		s, err := scaler.Lookup(strings.TrimSuffix(name, "/"+fake.Name))
 		require.NoError(t, err)
 		for seed := uint64(1); seed <= uint64(table.FalseAlarmSeeds); seed++ {
-			res := runFake(t, s, seed, scaler.Controller{})
+			res := runFake(t, s, seed, scaler.Controller{}, nil)
 			table.FalseAlarmRuns++
 			if !res.Pass {
 				table.FalseAlarms++
@@ -138,10 +138,13 @@ func TestZoo(t *testing.T) {
 }
 
 // runFake runs s with c in virtual time.
-func runFake(t *testing.T, s *scenarios.Scenario, seed uint64, c scenarios.Controller) *reports.Result {
+// runFake runs s with c on fake; a fault profile's run is also judged by
+// live, when there is one (see scenariotest.Liveness).
+func runFake(t *testing.T, s *scenarios.Scenario, seed uint64, c scenarios.Controller, live *scenariotest.Liveness) *reports.Result {
 	t.Helper()
 	replay := fmt.Sprintf("go test ./zoo -count=1 -run '^TestZoo$' -zoo.mutants=%s", c.Name())
 	res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: c, Replay: replay})
+	live.Judge(t, s, c, res)
 	verdict := "pass"
 	if !res.Pass {
 		verdict = "FAIL " + firstReason(res)

@@ -90,12 +90,37 @@ func baselineOf(refs []*reports.Result) baseline {
 // fault's duration, the controller's backoff and the goal's resolution
 // allow is a difference.
 func (p *Plan) late(r *reports.Result) (Difference, bool) {
-	b := p.baseline
-	if !b.ok || !r.Converged || len(r.Plan) == 0 || !viewsOnly(r.Plan[1:]) {
+	if len(r.Plan) == 0 || !viewsOnly(r.Plan[1:]) {
 		return Difference{}, false
 	}
-	fault, backoff := faultEffect(r.Plan[0], r)
-	fault = max(fault, viewHeld(r))
+	fault, backoff := faultEffect(r.Plan[0], r, r.History.Faults)
+	return judgeLate(p.baseline, r, max(fault, viewHeld(r)), backoff, "the fault")
+}
+
+// Late judges r, a run under faults (a fault profile's, say), against
+// refs, fault-free runs of the same world (References): the liveness
+// oracle of the package doc, with the whole plan's effect for the fault's.
+// Each of the plan's faults is weighed by its own firings; the effect runs
+// from the first firing of any to the latest end of their effects, and the
+// backoff is the largest any of them shows. A run in which no fault fired
+// is not judged (it is a reference), nor is one that did not converge or
+// one against references that did not all converge.
+func Late(refs []*reports.Result, r *reports.Result) (Difference, bool) {
+	if len(r.History.Faults) == 0 {
+		return Difference{}, false
+	}
+	fault, backoff := planEffect(r)
+	return judgeLate(baselineOf(refs), r, max(fault, viewHeld(r)), backoff, "the faults")
+}
+
+// judgeLate is the liveness oracle: r is late against b when it converged
+// later than the allowance and idled longer than the references did, both
+// by more than what fault and backoff excuse. what names the fault in the
+// detail.
+func judgeLate(b baseline, r *reports.Result, fault, backoff time.Duration, what string) (Difference, bool) {
+	if !b.ok || !r.Converged {
+		return Difference{}, false
+	}
 	l := Lateness{Converged: r.TimeToConverge, Latest: reports.Duration(b.latest), Spread: reports.Duration(b.spread),
 		Fault: reports.Duration(fault), Backoff: reports.Duration(backoff), Resolution: reports.Duration(scenarios.Poll)}
 	l.Allowed = l.Latest + l.Spread + l.Fault + l.Backoff + l.Resolution
@@ -109,10 +134,35 @@ func (p *Plan) late(r *reports.Result) (Difference, bool) {
 		return Difference{}, false
 	}
 	return Difference{Oracle: OracleLiveness, Kind: "goal", Field: "time to converge", Lateness: &l,
-		Detail: fmt.Sprintf("converged after %v, %v allowed (the references by %v, spread %v; the fault held the controller back %v, backoff %v); "+
+		Detail: fmt.Sprintf("converged after %v, %v allowed (the references by %v, spread %v; %s held the controller back %v, backoff %v); "+
 			"the controller sent nothing for %v before, the references for %v at most",
-			time.Duration(l.Converged), time.Duration(l.Allowed), time.Duration(l.Latest), time.Duration(l.Spread), time.Duration(l.Fault),
+			time.Duration(l.Converged), time.Duration(l.Allowed), time.Duration(l.Latest), time.Duration(l.Spread), what, time.Duration(l.Fault),
 			time.Duration(l.Backoff), time.Duration(l.Idle), time.Duration(l.IdleLatest))}, true
+}
+
+// planEffect is how long r's faults held the controller back, from the
+// first firing of any to the latest end of their effects, and the largest
+// backoff any of them shows. A firing is a fault's when it names the
+// fault's kind; two faults of one kind each weigh every firing of it,
+// which can only lengthen what is allowed.
+func planEffect(r *reports.Result) (effect, backoff time.Duration) {
+	fs := r.History.Faults
+	first := fs[0].At
+	for _, spec := range r.Plan {
+		var own []chaos.Firing
+		for _, f := range fs {
+			if f.Fault == spec.Fault {
+				own = append(own, f)
+			}
+		}
+		if len(own) == 0 {
+			continue
+		}
+		e, b := faultEffect(spec, r, own)
+		effect = max(effect, own[0].At.Sub(first)+e)
+		backoff = max(backoff, b)
+	}
+	return effect, backoff
 }
 
 // viewsOnly: the faults a point adds to its first are the views of a
@@ -182,8 +232,8 @@ func idleBefore(r *reports.Result, since time.Time) time.Duration {
 // The backoff is twice the last wait between two firings: a controller
 // that retries with a backoff that at most doubles tries again within
 // that of the fault's end. One firing shows no wait, and allows none.
-func faultEffect(fault chaos.Spec, r *reports.Result) (effect, backoff time.Duration) {
-	fs := r.History.Faults
+// fs are the fault's firings in r.
+func faultEffect(fault chaos.Spec, r *reports.Result, fs []chaos.Firing) (effect, backoff time.Duration) {
 	if len(fs) == 0 {
 		return 0, 0
 	}

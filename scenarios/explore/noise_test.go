@@ -162,7 +162,7 @@ func TestFaultEffectIsReadFromTheRun(t *testing.T) {
 			5250 * time.Millisecond, 0},
 		{"did not fire", chaos.Spec{Fault: chaos.FaultConflict}, reports.History{}, 0, 0},
 	} {
-		effect, backoff := faultEffect(c.fault, &reports.Result{Started: t0, History: c.h})
+		effect, backoff := faultEffect(c.fault, &reports.Result{Started: t0, History: c.h}, c.h.Faults)
 		assert.Equal(t, c.effect, effect, c.name)
 		assert.Equal(t, c.backoff, backoff, c.name)
 	}
@@ -226,4 +226,44 @@ func TestLateIsPastEverythingTheReferencesAndTheFaultAllow(t *testing.T) {
 	unconverged.Converged = false
 	_, late = p.late(unconverged)
 	assert.False(t, late, "the verdict's goal judges a run that did not converge")
+}
+
+// A run under several faults (a fault profile's) is weighed by each
+// fault's own firings: the effect runs from the first firing of any to
+// the latest end of theirs, and the backoff is the largest one's.
+func TestLateWeighsEveryFaultOfAPlan(t *testing.T) {
+	run := func(converged, idle time.Duration) *reports.Result {
+		r := configMaps(nil, nil)
+		r.Converged, r.TimeToConverge = true, reports.Duration(converged)
+		r.History.Lives = []reports.Life{{Started: t0}}
+		for at := time.Duration(0); at == 0 || at < converged-idle; at += time.Second {
+			r.History.Requests = append(r.History.Requests, reports.Request{At: t0.Add(at), Verb: "get", Resource: "configmaps"})
+		}
+		r.History.Requests = append(r.History.Requests, reports.Request{At: t0.Add(converged), Verb: "update", Resource: "configmaps"})
+		return r
+	}
+	refs := []*reports.Result{run(5*time.Second, 0), run(5*time.Second, 0)}
+	// A conflict at 1 s and 3 s (backoff 4 s), an event held back 10 s
+	// from 2 s: held from 1 s to 12 s, 11 s.
+	under := func(converged, idle time.Duration) *reports.Result {
+		r := run(converged, idle)
+		r.Plan = []chaos.Spec{{Fault: chaos.FaultConflict}, {Fault: chaos.FaultWatchDelay, Delay: 10 * time.Second}}
+		r.History.Faults = []chaos.Firing{{At: t0.Add(time.Second), Fault: chaos.FaultConflict},
+			{At: t0.Add(2 * time.Second), Fault: chaos.FaultWatchDelay}, {At: t0.Add(3 * time.Second), Fault: chaos.FaultConflict}}
+		return r
+	}
+	allowed := 5*time.Second + 11*time.Second + 4*time.Second + scenarios.Poll
+	_, late := Late(refs, under(allowed, 30*time.Second))
+	assert.False(t, late, "at the allowance")
+	d, late := Late(refs, under(allowed+time.Millisecond, 30*time.Second))
+	require.True(t, late, "past it")
+	assert.Equal(t, reports.Duration(11*time.Second), d.Lateness.Fault)
+	assert.Equal(t, reports.Duration(4*time.Second), d.Lateness.Backoff)
+	assert.Contains(t, d.Detail, "the faults held the controller back 11s")
+
+	quiet := run(allowed+time.Minute, 30*time.Second)
+	_, late = Late(refs, quiet)
+	assert.False(t, late, "no fault fired: a reference, not judged")
+	_, late = Late(append(refs, func() *reports.Result { r := run(time.Second, 0); r.Converged = false; return r }()), under(allowed+time.Minute, 30*time.Second))
+	assert.False(t, late, "a reference that did not converge says nothing of when a run should")
 }

@@ -456,6 +456,7 @@ func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 	}
 	var mu sync.Mutex
 	var results []*reports.Result
+	live := NewLiveness(inv.Seed, o.Others)
 	for _, s := range list {
 		t.Run(s.Name, func(t *testing.T) {
 			if !slices.ContainsFunc(inv.Backends, s.RunsOn) {
@@ -477,7 +478,7 @@ func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 					for i := range uint64(inv.Seeds) {
 						seed := inv.Seed + i
 						t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-							res := runOne(t, inv, setup, s, controllerFor(s), o.Others, backend, seed, fromFile[s])
+							res := runOne(t, inv, setup, live, s, controllerFor(s), o.Others, backend, seed, fromFile[s])
 							mu.Lock()
 							results = append(results, res)
 							mu.Unlock()
@@ -502,7 +503,7 @@ func runScenarios(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 	})
 }
 
-func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenarios.Scenario, c scenarios.Controller, others map[string]scenarios.Controller, backend string, seed uint64, file string) *reports.Result {
+func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, live *Liveness, s *scenarios.Scenario, c scenarios.Controller, others map[string]scenarios.Controller, backend string, seed uint64, file string) *reports.Result {
 	t.Helper()
 	scenarios.PrepareProcess()
 	kind, err := backends.Named(backend)
@@ -522,6 +523,12 @@ func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenar
 	if res.Unavailable {
 		t.Skipf("SKIPPED (%s): %s", backend, res.Error)
 	}
+	if res.Error == "" { // a run not carried out has no verdict to judge again
+		sameJudgedAgain(t, s, res)
+	}
+	if kind.Virtual() {
+		live.Judge(t, s, c, res)
+	}
 	dir := inv.Report
 	if dir == "" && !res.Pass {
 		dir = filepath.Join(os.TempDir(), "converge-results")
@@ -533,9 +540,6 @@ func runOne(t *testing.T, inv invocation.Invocation, setup *sim.Setup, s *scenar
 		} else {
 			t.Logf("result: %s (simulated %v, wall %v)", path, time.Duration(res.Simulated), time.Duration(res.Wall).Round(time.Millisecond))
 		}
-	}
-	if res.Error == "" { // a run not carried out has no verdict to judge again
-		sameJudgedAgain(t, s, res)
 	}
 	if !res.Pass {
 		why := slices.Concat(res.Reasons, res.Notes)
@@ -890,10 +894,13 @@ func (c Caught) String() string {
 
 // Catches runs each scenario of list that runs on fake, seed 1, against c
 // (a controller with a bug, say) and returns the runs that failed, each
-// with every finding that failed it: what caught it.
+// with every finding that failed it: what caught it. A fault profile's
+// run is also judged by when it converged, against fault-free runs of its
+// world (the liveness finding).
 func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) []Caught {
 	t.Helper()
 	var caught []Caught
+	live := NewLiveness(1, nil)
 	for _, s := range list {
 		if !s.RunsOn(fake.Name) {
 			continue
@@ -911,6 +918,7 @@ func Catches(t *testing.T, list []*scenarios.Scenario, c scenarios.Controller) [
 		if res.Error != "" {
 			t.Fatalf("%s could not be run: %s", s.Name, res.Error)
 		}
+		live.Judge(t, s, c, res)
 		if !res.Pass {
 			failing := slices.DeleteFunc(slices.Clone(res.Findings), func(f reports.Finding) bool { return !f.Fails() })
 			caught = append(caught, Caught{Scenario: s.Name, Findings: failing, Result: res})
