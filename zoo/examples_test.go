@@ -38,7 +38,7 @@ func examples(t *testing.T) []example {
 		escapes: map[string]string{
 			// Input mutants: no scenario scales a WebApp down or changes
 			// its port; input exploration does
-			// (TestInputPointsFindTheWebAppsInputMutants).
+			// (TestInputPointsFindTheExamplesInputMutants).
 			string(webapp.ScaleUpOnly):  "no scenario scales a WebApp down; input exploration finds it",
 			string(webapp.PortOnCreate): "no scenario changes a WebApp's port; input exploration finds it",
 		}}
@@ -49,7 +49,11 @@ func examples(t *testing.T) []example {
 	}
 	mir := example{name: "mirror", dir: "../examples/mirror/scenarios",
 		mutants: []zoo.Mutant{zoo.Of("control", "none: the controller as it should be", mirror.UnderTest{})},
-		escapes: map[string]string{}}
+		escapes: map[string]string{
+			// An input mutant: no scenario takes every target off a Mirror;
+			// input exploration does.
+			string(mirror.BugFirstTarget): "no scenario takes every target off a Mirror; input exploration finds it",
+		}}
 	for _, b := range mirror.Bugs() {
 		mir.mutants = append(mir.mutants, zoo.Of(string(b.Name), b.Description, mirror.UnderTest{Bug: b.Name}))
 	}

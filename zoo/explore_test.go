@@ -71,18 +71,21 @@ func exploredControllers(t *testing.T) []explored {
 			"ignore-conflict": "webapp"},
 		"mirror": {"no-source-watch": "mirror", "orphan-targets": "mirror", "stale-status": "mirror", "tombstone-panic": "target-deleted",
 			"status-from-cache": "mirror", "delete-by-name": "target-handed-over",
-			"kept-mirrors": "mirror-deleted", "tombstone-ignored": "target-deleted"},
+			"kept-mirrors": "mirror-deleted", "tombstone-ignored": "target-deleted", "removed-targets-kept": "target-handed-over"},
 	}
 	missed := map[string]map[string]string{
 		"webapp": {
 			"scale-up-only": "no fault changes the WebApp's input: input exploration (explore.InputPoints) finds it " +
-				"(TestInputPointsFindTheWebAppsInputMutants)",
+				"(TestInputPointsFindTheExamplesInputMutants)",
 			"port-on-create": "no fault changes the WebApp's input: input exploration (explore.InputPoints) finds it " +
-				"(TestInputPointsFindTheWebAppsInputMutants)",
+				"(TestInputPointsFindTheExamplesInputMutants)",
 		},
 		"mirror": {"retry-no-backoff": "its retries are paced by the client's rate limit, not a spin, so only an error that " +
 			"lasts (stubborn-target's 12 s of 500s, written by hand) tells them from backed-off ones; a point fails one " +
-			"request, or " + fmt.Sprint(explore.StormLength) + " in a row, which both retry through in as many requests"},
+			"request, or " + fmt.Sprint(explore.StormLength) + " in a row, which both retry through in as many requests",
+			"first-target": "no fault changes the Mirror's input: input exploration (explore.InputPoints) finds it " +
+				"(TestInputPointsFindTheExamplesInputMutants)",
+		},
 	}
 	// The worlds of each example's scenarios, without their faults; not
 	// stubborn-target's, whose request budget is sized for its own fault.

@@ -45,6 +45,17 @@ const (
 	// target deleted while the watch was down, which the informer learns
 	// of from its relist, is never recreated.
 	BugTombstoneIgnored Bug = "tombstone-ignored"
+	// BugRemovedTargetsKept: sync creates and updates the targets the
+	// Mirror lists and never looks for those it stopped listing: a target
+	// taken off spec.targets keeps its copy of the source, owned by the
+	// Mirror, until the Mirror is deleted. Only a change of the spec shows
+	// it.
+	BugRemovedTargetsKept Bug = "removed-targets-kept"
+	// BugFirstTarget: the Synced condition's message names the first
+	// target, read as spec.targets[0]: a Mirror that lists no target
+	// (targets is optional) panics its sync. Only a change of the spec, or
+	// a Mirror created without targets, shows it.
+	BugFirstTarget Bug = "first-target"
 )
 
 // BugInfo describes a Bug.
@@ -65,5 +76,7 @@ func Bugs() []BugInfo {
 		{BugTombstoneIgnored, "the ConfigMap delete handler drops a DeletedFinalStateUnknown: a target deleted while the watch was down is never recreated"},
 		{BugKeptMirrors, "sync reads Mirrors from a map of its own that no delete empties: after a Mirror's deletion it creates its targets again, for an owner that is gone"},
 		{BugDeleteByName, "removed targets are deleted by name, without a UID precondition: from a stale view it deletes a same-named ConfigMap someone else made since"},
+		{BugRemovedTargetsKept, "a target taken off spec.targets is never deleted: sync only creates and updates the targets listed"},
+		{BugFirstTarget, "the Synced message names spec.targets[0]: a Mirror whose optional targets are removed panics its sync"},
 	}
 }

@@ -38,6 +38,9 @@ var exposers = map[mirror.Bug]exposer{
 	mirror.BugDeleteByName:     exposeDeleteByName,
 	mirror.BugKeptMirrors:      exposeKeptMirrors,
 	mirror.BugTombstoneIgnored: exposeTombstonePanic,
+	// Taking a target off the list is what shows both.
+	mirror.BugRemovedTargetsKept: exposeOrphanTargets,
+	mirror.BugFirstTarget:        exposeFirstTarget,
 }
 
 // TestEachBugIsExposed runs each bug's scenario twice: the correct
@@ -138,9 +141,10 @@ func exposeRetryNoBackoff(t *testing.T, bug mirror.Bug) string {
 	return ""
 }
 
-func exposeTombstonePanic(t *testing.T, bug mirror.Bug) string {
-	// A handler's panic would end the test binary; let client-go recover
-	// it instead and record it. Registered before start, so restored last.
+// recordPanics lets client-go recover a panic of the controller's, which
+// would otherwise end the test binary, and returns what it recovered so
+// far. Call it before the controller starts, so that it is restored last.
+func recordPanics(t *testing.T) func() []any {
 	var mu sync.Mutex
 	var panics []any
 	reallyCrash, handlers := utilruntime.ReallyCrash, utilruntime.PanicHandlers
@@ -151,7 +155,31 @@ func exposeTombstonePanic(t *testing.T, bug mirror.Bug) string {
 		panics = append(panics, r)
 	})
 	t.Cleanup(func() { utilruntime.ReallyCrash, utilruntime.PanicHandlers = reallyCrash, handlers })
+	return func() []any {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(panics)
+	}
+}
 
+// exposeFirstTarget takes every target off the Mirror's list: the
+// targets are optional, and a Mirror that lists none is synced like any.
+func exposeFirstTarget(t *testing.T, bug mirror.Bug) string {
+	panics := recordPanics(t)
+	e, _ := synced(t, bug)
+	e.setTargets("m")
+	gone := eventually(time.Minute, func() bool { return e.gone("copy-a")() && e.gone("copy-b")() })
+	switch {
+	case len(panics()) > 0:
+		return fmt.Sprintf("the sync panicked: %v", panics()[0])
+	case !gone:
+		return "the targets were still there a minute after the Mirror stopped listing them"
+	}
+	return ""
+}
+
+func exposeTombstonePanic(t *testing.T, bug mirror.Bug) string {
+	panics := recordPanics(t)
 	// The controller's watch loses copy-a's DELETED event and expires: its
 	// informer learns of the delete from the relist, as a tombstone.
 	e, inst := synced(t, bug, chaos.Injection{Fault: chaos.Tombstone(chaos.Target{Resource: "configmaps", Name: "copy-a"})})
@@ -159,11 +187,9 @@ func exposeTombstonePanic(t *testing.T, bug mirror.Bug) string {
 	recreated := eventually(time.Minute, e.holds(blue, "copy-a"))
 	require.True(t, slices.ContainsFunc(inst.firings.Firings(), func(f chaos.Firing) bool { return f.Fault == "tombstone" }),
 		"the DELETED event was dropped")
-	mu.Lock()
-	defer mu.Unlock()
 	switch {
-	case len(panics) > 0:
-		return fmt.Sprintf("the delete handler panicked: %v", panics[0])
+	case len(panics()) > 0:
+		return fmt.Sprintf("the delete handler panicked: %v", panics()[0])
 	case !recreated:
 		return "copy-a was not recreated a minute after its delete"
 	}

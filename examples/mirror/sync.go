@@ -25,6 +25,7 @@ type outcome struct {
 	synced        int32
 	notOwned      []string // targets held by a ConfigMap the Mirror does not own
 	failed        []string // targets whose write failed
+	first         string   // the first target, named in the message (BugFirstTarget)
 }
 
 // errCacheBehind: the server holds a newer ConfigMap than the cache; the
@@ -61,6 +62,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 
 	out := outcome{sourceVersion: src.ResourceVersion}
+	if c.cfg.Bug == BugFirstTarget {
+		out.first = m.Spec.Targets[0] // the bug: a Mirror may list none
+	}
 	var errs []error
 	for _, name := range targets(m) {
 		switch err := c.syncTarget(ctx, m, src, name); {
@@ -73,8 +77,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := c.deleteRemovedTargets(ctx, m); err != nil {
-		errs = append(errs, err)
+	if c.cfg.Bug != BugRemovedTargetsKept { // the bug: never pruned
+		if err := c.deleteRemovedTargets(ctx, m); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	err = errors.Join(errs...)
 	if errors.Is(err, errCacheBehind) {
@@ -227,6 +233,9 @@ func desiredStatus(cur v1alpha1.MirrorStatus, generation int64, out outcome) v1a
 	default:
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonSynced
 		cond.Message = fmt.Sprintf("%d targets hold the source's data", out.synced)
+		if out.first != "" {
+			cond.Message = fmt.Sprintf("%s and %d more hold the source's data", out.first, out.synced-1)
+		}
 	}
 	meta.SetStatusCondition(&s.Conditions, cond)
 	return s

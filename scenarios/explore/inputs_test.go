@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-lab/converge/examples/mirror"
 	"github.com/converge-lab/converge/examples/webapp"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
@@ -106,38 +107,51 @@ func TestTheCorrectWebAppIsConsistentUnderEveryInputChange(t *testing.T) {
 	t.Logf("%d input points", len(points))
 }
 
-// Input exploration alone, from the webapp's fault-free scenario, finds
+// Input exploration alone, from each example's fault-free scenario, finds
 // each of its input mutants, the field it mishandles named.
-func TestInputPointsFindTheWebAppsInputMutants(t *testing.T) {
-	s, err := scenarios.Load("../../examples/webapp/scenarios/webapp.yaml")
-	require.NoError(t, err)
-	for bug, want := range map[webapp.Bug]struct{ change, kind, field string }{
-		webapp.ScaleUpOnly:  {"spec.replicas set 0", "Deployment", "spec.replicas"},
-		webapp.PortOnCreate: {"spec.port set", "Service", "spec.ports[*].port"},
+func TestInputPointsFindTheExamplesInputMutants(t *testing.T) {
+	webappUnder := func(bug webapp.Bug) scenarios.Controller {
+		c, err := webapp.UnderTest(bug)
+		require.NoError(t, err)
+		return c
+	}
+	for _, tc := range []struct {
+		bug, world string
+		c          scenarios.Controller
+		// the change that shows it, and the difference: its oracle, kind
+		// and field.
+		change, oracle, kind, field string
+	}{
+		{string(webapp.ScaleUpOnly), "webapp", webappUnder(webapp.ScaleUpOnly), "spec.replicas set 0", explore.OracleConsistency, "Deployment", "spec.replicas"},
+		{string(webapp.PortOnCreate), "webapp", webappUnder(webapp.PortOnCreate), "spec.port set", explore.OracleConsistency, "Service", "spec.ports[*].port"},
+		{string(mirror.BugRemovedTargetsKept), "mirror", mirror.UnderTest{Bug: mirror.BugRemovedTargetsKept}, "spec.targets[2] remove-item", explore.OracleConsistency, "ConfigMap", "(exists)"},
+		{string(mirror.BugFirstTarget), "mirror", mirror.UnderTest{Bug: mirror.BugFirstTarget}, "spec.targets remove", explore.OracleVerdict, "invariant", "no-panic"},
 	} {
-		t.Run(string(bug), func(t *testing.T) {
-			ctl, err := webapp.UnderTest(bug)
+		t.Run(tc.bug, func(t *testing.T) {
+			s, err := scenarios.Load("../../examples/" + tc.world + "/scenarios/" + tc.world + ".yaml")
 			require.NoError(t, err)
 			run := func(s *scenarios.Scenario, seed uint64) *reports.Result {
-				res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: ctl, EndState: true})
+				res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: tc.c, EndState: true})
 				require.Empty(t, res.Error)
 				return res
 			}
 			refs := []*reports.Result{run(s, 1), run(s, 2)}
-			points, err := explore.InputPoints(s, refs, explore.InputRules{})
+			plan, err := explore.NewPlan(s, "fake", 1, refs, explore.Masks{})
 			require.NoError(t, err)
+			require.NoError(t, plan.PlanInputs(explore.InputRules{}))
 			var found []string
-			for _, pt := range points {
-				if !strings.Contains(pt.Signature(), want.change) {
+			for _, pt := range plan.Inputs {
+				if !strings.Contains(pt.Signature(), tc.change) {
 					continue // presubmit runs the points of the change that shows it
 				}
-				for _, d := range explore.Inconsistent(pt, run(pt.Transition(s), 1), run(pt.Fresh(s), 1), explore.DefaultMasks()) {
-					if d.Kind == want.kind && d.Field == want.field && strings.Contains(pt.Signature(), want.change) {
-						found = append(found, d.Detail)
+				o := plan.InputOutcome(pt, run(pt.Transition(s), 1), run(pt.Fresh(s), 1), run(pt.Recovery(s), 1), "")
+				for _, d := range o.Differences {
+					if d.Oracle == tc.oracle && d.Kind == tc.kind && d.Field == tc.field {
+						found = append(found, pt.Signature()+": "+d.Detail)
 					}
 				}
 			}
-			require.NotEmpty(t, found, "no point changing %s left %s %s otherwise than a fresh run", want.change, want.kind, want.field)
+			require.NotEmpty(t, found, "no point changing %s gave a %s difference of %s %s", tc.change, tc.oracle, tc.kind, tc.field)
 			t.Log(found[0])
 		})
 	}
