@@ -117,7 +117,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 		}
 		what := "points"
 		if f.inputs {
-			ids, what = ids[:0], "input points (two runs each)"
+			ids, what = ids[:0], "input points (three runs each: the change, the resource created with it, the change and back)"
 			for _, pt := range plan.Inputs {
 				ids = append(ids, pt.ID)
 			}
