@@ -3,7 +3,9 @@ package scenariotest
 import (
 	"context"
 	"maps"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,12 +63,17 @@ func stamp(cm *corev1.ConfigMap) *corev1.ConfigMap {
 // stamper is a plain client-go controller that labels each ConfigMap,
 // with a workqueue and an informer resynced every 30 s, and no Probe: the
 // harness sees nothing of its inside. With drops, a pass whose update
-// meets a 409 forgets its key.
-type stamper struct{ drops bool }
+// meets a 409 forgets its key. With jitter, once a ConfigMap is labelled
+// seen it waits 10 s or 20 s, drawn from the unseeded math/rand, and then
+// labels it checked: a controller's own randomness, which no seed fixes.
+type stamper struct{ drops, jitter bool }
 
 func (s stamper) Name() string {
-	if s.drops {
+	switch {
+	case s.drops:
 		return "stamper-drops"
+	case s.jitter:
+		return "stamper-jitter"
 	}
 	return "stamper"
 }
@@ -83,16 +90,26 @@ func (s stamper) New(in scenarios.Instance) (scenarios.Runner, error) {
 	if _, err := cms.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }}); err != nil {
 		return nil, err
 	}
+	var waited sync.Map // keys whose drawn wait has begun
 	sync := func(ctx context.Context, key string) error {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		cm, err := cms.Lister().ConfigMaps(ns).Get(name)
 		if err != nil {
 			return nil
 		}
-		if cm = stamp(cm); cm == nil {
+		next := stamp(cm)
+		if next == nil && s.jitter && cm.Labels["checked"] != "yes" {
+			if _, began := waited.LoadOrStore(key, true); !began {
+				queue.AddAfter(key, time.Duration(10+10*rand.IntN(2))*time.Second)
+				return nil
+			}
+			next = cm.DeepCopy()
+			next.Labels["checked"] = "yes"
+		}
+		if next == nil {
 			return nil
 		}
-		_, err = in.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		_, err = in.Client.CoreV1().ConfigMaps(ns).Update(ctx, next, metav1.UpdateOptions{})
 		return err
 	}
 	return stamperRun(func(ctx context.Context) error {
@@ -164,11 +181,33 @@ func (f reconcileFunc) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	return f(ctx, req)
 }
 
+// checks is a world of one ConfigMap that the jittered stamper labels,
+// then labels checked 10 s or 20 s later: references and runs draw their
+// waits apart, and a few of them may all draw the same.
+const checks = `
+name: checks
+catches: a ConfigMap never checked
+objects:
+  - manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: s-0}}
+goal:
+  objects:
+    - select: {apiVersion: v1, kind: ConfigMap, labels: "seen=yes,checked=yes"}
+      count: 1
+timing: {deadline: 2m, settle: 5s}
+`
+
 // stampsUnder is the stamps world under each fault profile that runs on
 // fake with one instance, by profile name.
 func stampsUnder(t *testing.T) map[string]*scenarios.Scenario {
 	t.Helper()
-	base, err := scenarios.Parse("stamps.yaml", []byte(stamps))
+	return worldUnder(t, stamps)
+}
+
+// worldUnder is the world the scenario text describes under each fault
+// profile that runs on fake with one instance, by profile name.
+func worldUnder(t *testing.T, text string) map[string]*scenarios.Scenario {
+	t.Helper()
+	base, err := scenarios.Parse("world.yaml", []byte(text))
 	require.NoError(t, err)
 	profiles, err := scenarios.FaultProfiles()
 	require.NoError(t, err)
@@ -238,4 +277,30 @@ func TestTheCorrectStampersAreOnTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A controller that draws its own waits converges at different times in
+// different runs of one world, and a fault's run may draw a longer wait
+// than every first reference did: that is no finding. The references
+// topped up, and the run judged late run again with its seed, learn the
+// controller's timing first: silent over 20 seeds of every one-instance
+// profile.
+func TestARandomWaitIsNotLate(t *testing.T) {
+	under := worldUnder(t, checks)
+	c := stamper{jitter: true}
+	live := NewLiveness(1, nil)
+	var converged []time.Duration
+	for _, name := range slices.Sorted(maps.Keys(under)) {
+		for seed := uint64(1); seed <= 20; seed++ {
+			res := RunFake(t, under[name], scenarios.Options{Seed: seed, Controller: c})
+			require.Empty(t, res.Error)
+			live.Judge(t, under[name], c, res)
+			assert.True(t, res.Pass, "%s, seed %d: %v", name, seed, res.Reasons)
+			converged = append(converged, time.Duration(res.TimeToConverge).Round(time.Second))
+		}
+	}
+	slices.Sort(converged)
+	converged = slices.Compact(converged)
+	assert.Greater(t, len(converged), 1, "the controller's waits show in when runs converge: %v", converged)
+	t.Logf("runs converged after %v", converged)
 }

@@ -27,6 +27,11 @@
 // saying what to change, when the time -test.timeout leaves cannot hold
 // them.
 //
+// A fault profile's run on fake is also judged by when it converged,
+// against fault-free references of its world (Liveness): converged late
+// and idle longer than they were, it fails with a liveness finding, even
+// within its goal's deadline.
+//
 // What a go test is asked to do (package internal/invocation) comes from
 // the -converge.* flags, which the package's TestMain registers by calling
 // Main (or RegisterFlags), and from $CONVERGE_FLAGS, which holds the same
