@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,6 +71,23 @@ func TestScenarios(t *testing.T) {
 	o := scenariotest.Options{SharedControlPlane: true, Full: !testing.Short()}
 	if testing.Short() {
 		o.EnvtestScenarios = onEnvtestInPresubmit
+		all = slices.DeleteFunc(all, func(s *scenarios.Scenario) bool { return fullTierOnly[s.Name] != "" })
 	}
 	scenariotest.RunScenarios(t, all, func(s *scenarios.Scenario) scenarios.Controller { return scaler.For(s) }, o)
+}
+
+// fullTierOnly are the catalogue's scenarios that make test (-short)
+// leaves to make test-full, each with why: TestScenarios runs them there.
+var fullTierOnly = map[string]string{
+	"scale-1000": "a thousand Deployments under the race detector, two minutes of a core",
+}
+
+// TestTheFullTierOnlyScenariosExist: each name fullTierOnly leaves out is
+// one of the catalogue's, so that the presubmit leaves out nothing else.
+func TestTheFullTierOnlyScenariosExist(t *testing.T) {
+	for name, why := range fullTierOnly {
+		_, err := scaler.Lookup(name)
+		require.NoError(t, err, "%s (%s)", name, why)
+		t.Logf("%s runs in make test-full only: %s", name, why)
+	}
 }

@@ -139,6 +139,9 @@ func TestExplore(t *testing.T) {
 							if w != c.worlds[0] {
 								tier.Full(t, "the control in a world past the controller's first")
 							}
+							if c.name == "scaler" {
+								tier.Full(t, "the scaler's baseline, which cmd/converge's TestExploreTheBaseline explores in the presubmit too")
+							}
 							// A mutant needs one finding; the control, every point.
 							o := scenariotest.ExploreOptions{Seed: seed * 100, FirstFinding: m.Name != "control" && !*exploreAll}
 							if *reportDir != "" {
