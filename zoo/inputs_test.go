@@ -45,8 +45,9 @@ func underTest(t *testing.T, example, bug string) scenarios.Controller {
 }
 
 // TestExploreInputs explores the inputs of the examples' scenarios: each
-// correct controller over 3 seeds without a finding, each input mutant
-// found with the field it mishandles named, by a point of one change.
+// correct controller over 3 seeds without a finding, chains of changes
+// included, each input mutant found with the field it mishandles named,
+// shrunk to a point of one change.
 // Presubmit runs the control's first seed.
 func TestExploreInputs(t *testing.T) {
 	for _, ex := range []struct{ name, world string }{
@@ -81,6 +82,7 @@ func TestExploreInputs(t *testing.T) {
 			require.GreaterOrEqual(t, i, 0, "no finding %q:\n%s", m.finding, e.Text())
 			f := e.Findings[i]
 			assert.Equal(t, explore.Input, f.Smallest.Point.Class)
+			assert.Equal(t, 1, f.Smallest.Point.Size, "shrunk to one change: %s", f.Smallest.Point.Signature)
 			t.Logf("%s: %s (%s)", m.bug, f.Detail, f.Smallest.Point.Signature)
 		})
 	}

@@ -117,7 +117,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 		}
 		what := "points"
 		if f.inputs {
-			ids, what = ids[:0], "input points (three runs each: the change, the resource created with it, the change and back)"
+			ids, what = ids[:0], "input points (one change or a chain of two or three; three runs each: the changes, the resource created with them, the changes and back; a failing one shrunk)"
 			for _, pt := range plan.Inputs {
 				ids = append(ids, pt.ID)
 			}

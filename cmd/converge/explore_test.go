@@ -108,7 +108,7 @@ func TestExploreTheInputs(t *testing.T) {
 	report := t.TempDir()
 	out, err := run(t, "explore", "webapp", "--inputs", "--parallel", "2", "--report", report, "--package", "../../examples/webapp")
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "input points (three runs each: the change, the resource created with it, the change and back) in 2 processes")
+	assert.Contains(t, out, "input points (one change or a chain of two or three; three runs each: the changes, the resource created with them, the changes and back; a failing one shrunk) in 2 processes")
 	assert.Contains(t, out, "explored the inputs of webapp")
 	assert.Contains(t, out, "no findings")
 	e, err := explore.ReadExploration(filepath.Join(report, "exploration.json"))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -65,6 +66,11 @@ type Outcome struct {
 	Differences []Difference     `json:"differences,omitempty"`
 	Replay      string           `json:"replay,omitempty"`
 	Wall        reports.Duration `json:"wall"`
+	// Shrunk is the smallest point found to fail as this one did, and its
+	// outcome (Plan.ShrinkInput), when it is smaller; ShrinkRuns how many
+	// candidates shrinking ran.
+	Shrunk     *Outcome `json:"shrunk,omitempty"`
+	ShrinkRuns int      `json:"shrinkRuns,omitempty"`
 }
 
 // Finding is one way runs differed from the references, and the points
@@ -134,13 +140,20 @@ func (p *Plan) Summarise(controller string, refs []Outcome, outcomes []Outcome, 
 				continue
 			}
 			seen[k] = true
+			// The point shrunk from o, when it shows the same difference.
+			smallest, detail := o, d.Detail
+			if o.Shrunk != nil {
+				if i := slices.IndexFunc(o.Shrunk.Differences, func(s Difference) bool { return s.key() == k }); i >= 0 {
+					smallest, detail = *o.Shrunk, o.Shrunk.Differences[i].Detail
+				}
+			}
 			f := byKey[k]
 			if f == nil {
-				f = &Finding{Oracle: d.Oracle, Kind: d.Kind, Field: d.Field, Detail: d.Detail, Smallest: o}
+				f = &Finding{Oracle: d.Oracle, Kind: d.Kind, Field: d.Field, Detail: detail, Smallest: smallest}
 				byKey[k] = f
 				order = append(order, k)
-			} else if simplerPoint(o.Point, f.Smallest.Point) {
-				f.Smallest, f.Detail = o, d.Detail
+			} else if simplerPoint(smallest.Point, f.Smallest.Point) {
+				f.Smallest, f.Detail = smallest, detail
 			}
 			f.Points = append(f.Points, o.Point.ID)
 		}
@@ -168,6 +181,9 @@ func (p *Plan) Summarise(controller string, refs []Outcome, outcomes []Outcome, 
 func simplerPoint(a, b Point) bool {
 	if classRank[a.Class] != classRank[b.Class] {
 		return classRank[a.Class] < classRank[b.Class]
+	}
+	if a.Size != b.Size {
+		return a.Size < b.Size
 	}
 	return a.At < b.At
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -28,14 +29,15 @@ type InputChange = inputs.Change
 // excluded, and values to try.
 type InputRules = inputs.Rules
 
-// An InputPoint is one change of the desired state a scenario creates: a
-// change to the spec of one of its custom resources, drawn from its CRD's
-// schema and the spec the references ended with, made once every
-// reference has converged. Its transition run (Transition) makes the
-// change in the run, writing the one field under spec it touches; its
-// fresh run (Fresh) creates the resource with the change made to its
-// manifest, the scenario's interference then doing what it did in the
-// references. A correct controller ends both alike (Inconsistent).
+// An InputPoint is one change of the desired state a scenario creates, or
+// a chain of two or three made one after another: changes to the spec of
+// one of its custom resources, drawn from its CRD's schema and the spec the
+// references ended with, the first made once every reference has
+// converged. Its transition run (Transition) makes the changes in the run,
+// each writing the one field under spec it is in; its fresh run (Fresh)
+// creates the resource with the changes made to its manifest, the
+// scenario's interference then doing what it did in the references. A
+// correct controller ends both alike (Inconsistent).
 type InputPoint struct {
 	// ID names the point in reports and file names: "i007".
 	ID string `json:"id"`
@@ -44,24 +46,59 @@ type InputPoint struct {
 	Object int    `json:"object"`
 	Kind   string `json:"kind"`
 	Name   string `json:"name"`
-	// Changes are made together, in order.
+	// Changes are made one after another, At apart, the first at At: a
+	// chain is a user who edits the resource again once the controller
+	// had the time to act on the edit before.
 	Changes []InputChange `json:"changes"`
-	// Field is the field directly under spec the changes touch; Value is
-	// its value after them, absent when Removed.
+	// Writes are the run's writes of them, one per change: the field
+	// directly under spec the change is in, as the changes so far left it.
+	Writes []InputWrite `json:"writes"`
+	// Back are the writes that undo them (Recovery): each field they
+	// touched, as the references ended it.
+	Back []InputWrite `json:"back"`
+	// Spec is the manifest's spec with the changes made: the fresh run's.
+	Spec map[string]any `json:"spec"`
+	// At is when the transition run makes the first change, from the
+	// run's start, and how long after it makes each next one;
+	// Generation is the resource's generation the references ended with,
+	// which each change moves on.
+	At         reports.Duration `json:"at"`
+	Generation int64            `json:"generation"`
+	// ShrunkFrom is the signature of the point this one was shrunk from
+	// (ShrinkInput); empty for a point of the plan.
+	ShrunkFrom string `json:"shrunkFrom,omitempty"`
+}
+
+// An InputWrite is one write of an input point's run: a field directly
+// under spec set to Value, or removed.
+type InputWrite struct {
 	Field   string `json:"field"`
 	Value   any    `json:"value,omitempty"`
 	Removed bool   `json:"removed,omitempty"`
-	// Was is the field's value before them, as the references ended it;
-	// absent when WasAbsent.
-	Was       any  `json:"was,omitempty"`
-	WasAbsent bool `json:"wasAbsent,omitempty"`
-	// Spec is the manifest's spec with the changes made: the fresh run's.
-	Spec map[string]any `json:"spec"`
-	// At is when the transition run makes them, from the run's start;
-	// Generation is the resource's generation the references ended with,
-	// which the change moves on.
-	At         reports.Duration `json:"at"`
-	Generation int64            `json:"generation"`
+}
+
+// writeOf is the write that makes spec.field of obj what it is in obj.
+func writeOf(obj map[string]any, field string) InputWrite {
+	spec, _ := obj["spec"].(map[string]any)
+	if v, ok := spec[field]; ok {
+		return InputWrite{Field: field, Value: runtime.DeepCopyJSONValue(v)}
+	}
+	return InputWrite{Field: field, Removed: true}
+}
+
+// interference is w made at, once, to the object sel selects: a JSON
+// patch, which has no precondition, so that neither the controller's
+// writes nor another of the point's writes at the same instant make it
+// meet a conflict and skip the change (a set would).
+func (w InputWrite) interference(sel scenarios.Selector, at reports.Duration) scenarios.Interference {
+	op := map[string]any{"op": "add", "path": "/spec/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(w.Field)}
+	if w.Removed {
+		op["op"] = "remove"
+	} else {
+		op["value"] = runtime.DeepCopyJSONValue(w.Value)
+	}
+	return scenarios.Interference{Every: at, Until: at, Count: 1, Select: sel,
+		Patch: &scenarios.PatchStep{Type: scenarios.JSONPatch, Patch: []any{op}}}
 }
 
 // Signature is what the point changes: "WebApp shop: spec.replicas set 0
@@ -134,20 +171,64 @@ func InputPoints(s *scenarios.Scenario, refs []*reports.Result, rules InputRules
 			return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 		}
 		generation := endGeneration(refs, apiVersion+" "+kind, name)
-		for _, c := range changes {
-			if c.Invalid {
-				continue // refused changes are points of their own (not yet planned)
-			}
-			pt, ok := inputPoint(sch, live, manifest, c)
+		add := func(cs []InputChange) bool {
+			pt, ok := inputPoint(sch, live, manifest, cs)
 			if !ok {
-				continue
+				return false
 			}
 			pt.ID, pt.Object, pt.Kind, pt.Name = fmt.Sprintf("i%03d", len(out)+1), i, kind, name
 			pt.At, pt.Generation = reports.Duration(at), generation
 			out = append(out, pt)
+			return true
+		}
+		var singles []InputChange
+		for _, c := range changes {
+			if c.Invalid {
+				continue // refused changes are points of their own (not yet planned)
+			}
+			if add([]InputChange{c}) {
+				singles = append(singles, c)
+			}
+		}
+		n := rules.Chains
+		if n == 0 {
+			n = len(singles)
+		}
+		for _, cs := range chains(live, singles, n) {
+			add(cs)
 		}
 	}
 	return out, nil
+}
+
+// chains are at most n chains of two or three of the changes cs of live
+// that compose (inputs.Chains), spread over cs rather than all beginning
+// with its first: the composable chains in an order of their own (a hash
+// of what they change, so that the same changes draw the same chains),
+// two thirds pairs. Each still has to make a point (inputPoint).
+func chains(live map[string]any, cs []InputChange, n int) [][]InputChange {
+	if n <= 0 || len(cs) < 2 {
+		return nil
+	}
+	all := inputs.Chains(live, cs, 3, 20*n)
+	key := func(c []InputChange) uint64 {
+		h := fnv.New64a()
+		for _, x := range c {
+			fmt.Fprintf(h, "%s\x00", x)
+		}
+		return h.Sum64()
+	}
+	slices.SortStableFunc(all, func(a, b []InputChange) int {
+		return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(key(a), key(b)))
+	})
+	pairs := slices.IndexFunc(all, func(c []InputChange) bool { return len(c) > 2 })
+	if pairs < 0 {
+		pairs = len(all)
+	}
+	take := min(pairs, n-n/3)
+	out := all[:take:take]
+	out = append(out, all[pairs:min(len(all), pairs+n-take)]...)
+	return out
 }
 
 // interfered are the fields under spec of the named resource that the
@@ -183,36 +264,47 @@ func interfered(s *scenarios.Scenario, apiVersion, kind, name string) (owned []s
 	return slices.Compact(owned), false
 }
 
-// inputPoint is the point of change c of live, the resource as the
-// references ended it, whose manifest is manifest; false when c cannot be
-// made to both, or the schema's defaults undo it.
-func inputPoint(sch *structuralschema.Structural, live, manifest map[string]any, c InputChange) (InputPoint, bool) {
-	field, err := inputs.FieldUnder("spec", c.Path)
-	if err != nil || strings.ContainsAny(field, ".[]\"\\") {
-		return InputPoint{}, false // a name an interference's dotted path cannot write
+// inputPoint is the point of the changes cs of live, the resource as the
+// references ended it, whose manifest is manifest; false when they cannot
+// be made to both, when one of them writes nothing the server would store
+// (its defaults undo it), or, for a chain, when the server would refuse a
+// step of it (a rule across fields that each change keeps alone).
+func inputPoint(sch *structuralschema.Structural, live, manifest map[string]any, cs []InputChange) (InputPoint, bool) {
+	var validator *inputs.Validator
+	if len(cs) > 1 {
+		var err error
+		if validator, err = inputs.NewValidator(sch); err != nil {
+			return InputPoint{}, false
+		}
 	}
-	changed, err := inputs.Apply(live, c)
-	if err != nil || inputs.NoOp(sch, live, changed) {
-		return InputPoint{}, false // or the server's defaults undo it: no change
+	pt := InputPoint{Changes: cs}
+	state, fresh := live, manifest
+	var touched []string
+	for _, c := range cs {
+		field, err := inputs.FieldUnder("spec", c.Path)
+		if err != nil || strings.ContainsAny(field, ".[]\"\\") {
+			return InputPoint{}, false // a name an interference's dotted path cannot write
+		}
+		next, err := inputs.Apply(state, c)
+		if err != nil || inputs.NoOp(sch, state, next) {
+			return InputPoint{}, false
+		}
+		if validator != nil && validator.Validate(next, state) != nil {
+			return InputPoint{}, false
+		}
+		if fresh, err = inputs.Apply(fresh, c); err != nil {
+			return InputPoint{}, false
+		}
+		pt.Writes = append(pt.Writes, writeOf(next, field))
+		if !slices.Contains(touched, field) {
+			touched = append(touched, field)
+		}
+		state = next
 	}
-	fresh, err := inputs.Apply(manifest, c)
-	if err != nil {
-		return InputPoint{}, false
+	for _, field := range touched {
+		pt.Back = append(pt.Back, writeOf(live, field))
 	}
-	pt := InputPoint{Changes: []InputChange{c}, Field: field}
 	pt.Spec, _ = fresh["spec"].(map[string]any)
-	spec, _ := changed["spec"].(map[string]any)
-	if v, ok := spec[field]; ok {
-		pt.Value = v
-	} else {
-		pt.Removed = true
-	}
-	was, _ := live["spec"].(map[string]any)
-	if v, ok := was[field]; ok {
-		pt.Was = runtime.DeepCopyJSONValue(v)
-	} else {
-		pt.WasAbsent = true
-	}
 	return pt, true
 }
 
@@ -276,45 +368,47 @@ func crdSchemas(s *scenarios.Scenario) (map[schema.GroupVersionKind]*structurals
 }
 
 // Transition is the scenario that runs pt: s, with the resource's spec
-// replaced by pt's, once, at pt.At. Its goal is one no input can make
-// wrong: the change was made (the resource's generation moved past
-// pt.Generation) and the controller then went quiet for the settle
-// window; the scenario's own goal, written for its input, is not judged.
-// The deadline moves on by pt.At.
+// changed as pt's writes say, the first at pt.At and each next one pt.At
+// after it. Its goal is one no input can make wrong: the changes were made
+// (the resource's generation moved past pt.Generation once per change) and
+// the controller then went quiet for the settle window; the scenario's own
+// goal, written for its input, is not judged. The deadline moves on by the
+// time of the last change.
 func (pt InputPoint) Transition(s *scenarios.Scenario) *scenarios.Scenario {
 	out := pt.base(s, "after")
 	sel := pt.selector(s)
-	set := &scenarios.SetField{Path: "spec." + pt.Field, Remove: pt.Removed}
-	if !pt.Removed {
-		set.Value = runtime.DeepCopyJSONValue(pt.Value)
+	out.World.Interference = slices.Clone(s.World.Interference)
+	for i, w := range pt.Writes {
+		out.World.Interference = append(out.World.Interference, w.interference(sel, pt.At*reports.Duration(i+1)))
 	}
-	out.World.Interference = append(slices.Clone(s.World.Interference), scenarios.Interference{
-		Every: pt.At, Until: pt.At, Count: 1, Select: sel, Set: set,
-	})
-	out.Goal = scenarios.Goal{Objects: []scenarios.Expectation{{Select: sel, Condition: fmt.Sprintf("object.metadata.generation > %d", pt.Generation)}}}
-	out.Timing.Deadline = cmp.Or(s.Timing.Deadline, reports.Duration(scenarios.DefaultDeadline)) + pt.At
+	out.Goal = generationPast(sel, pt.Generation+int64(len(pt.Writes))-1)
+	out.Timing.Deadline = cmp.Or(s.Timing.Deadline, reports.Duration(scenarios.DefaultDeadline)) + pt.At*reports.Duration(len(pt.Writes))
 	return out
 }
 
 // Recovery is the scenario that changes the resource as Transition does
-// and, as long after as the references took to converge (pt.At), changes
-// it back: a correct controller ends as the references did. Its goal:
-// both changes made (the generation moved on twice), then quiet.
+// and, pt.At after the last change (as long as the references took to
+// converge), writes each field back as the references ended it: a correct
+// controller ends as the references did. Its goal: every change and every
+// write back made (the generation moved on for each), then quiet.
 func (pt InputPoint) Recovery(s *scenarios.Scenario) *scenarios.Scenario {
 	out := pt.Transition(s)
 	out.Name = pointName(s.Name, pt.ID+"-back")
-	out.Description = fmt.Sprintf("%s, one change of its input and back: %s", s.Name, pt.Signature())
+	out.Description = fmt.Sprintf("%s, changes of its input and back: %s", s.Name, pt.Signature())
 	sel := pt.selector(s)
-	back := &scenarios.SetField{Path: "spec." + pt.Field, Remove: pt.WasAbsent}
-	if !pt.WasAbsent {
-		back.Value = runtime.DeepCopyJSONValue(pt.Was)
+	at := pt.At * reports.Duration(len(pt.Writes)+1)
+	for _, w := range pt.Back {
+		out.World.Interference = append(out.World.Interference, w.interference(sel, at))
 	}
-	out.World.Interference = append(out.World.Interference, scenarios.Interference{
-		Every: 2 * pt.At, Until: 2 * pt.At, Count: 1, Select: sel, Set: back,
-	})
-	out.Goal = scenarios.Goal{Objects: []scenarios.Expectation{{Select: sel, Condition: fmt.Sprintf("object.metadata.generation > %d", pt.Generation+1)}}}
+	out.Goal = generationPast(sel, pt.Generation+int64(len(pt.Writes)+len(pt.Back))-1)
 	out.Timing.Deadline += pt.At
 	return out
+}
+
+// generationPast is the goal that the object sel selects has a
+// generation past g.
+func generationPast(sel scenarios.Selector, g int64) scenarios.Goal {
+	return scenarios.Goal{Objects: []scenarios.Expectation{{Select: sel, Condition: fmt.Sprintf("object.metadata.generation > %d", g)}}}
 }
 
 // Recovered compares the end of pt's recovery run with the references',
@@ -438,8 +532,14 @@ func (p *Plan) InputShard(i, n int) []InputPoint { return shard(p.Inputs, i, n) 
 
 // Point is pt as an exploration's outcomes and findings name it.
 func (pt InputPoint) Point() Point {
-	return Point{ID: pt.ID, Class: Input, Signature: pt.Signature(), At: pt.At,
-		About: "a change of its input once the world had converged, against a run created with the changed input"}
+	about := "a change of its input once the world had converged, against a run created with the changed input"
+	if len(pt.Changes) > 1 {
+		about = fmt.Sprintf("%d changes of its input, one after another, once the world had converged, against a run created with the changed input", len(pt.Changes))
+	}
+	if pt.ShrunkFrom != "" {
+		about += "; shrunk from " + pt.ShrunkFrom
+	}
+	return Point{ID: pt.ID, Class: Input, Signature: pt.Signature(), At: pt.At, About: about, Size: len(pt.Changes)}
 }
 
 // InputOutcome judges pt's transition, fresh and recovery runs: by each

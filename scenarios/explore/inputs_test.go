@@ -37,17 +37,32 @@ func TestAnInputChangeEndsAsACreatedOne(t *testing.T) {
 	points, err := explore.InputPoints(s, refs, explore.InputRules{})
 	require.NoError(t, err)
 	var paths []string
+	singles, chains := 0, map[int]int{}
 	for _, pt := range points {
 		assert.Equal(t, "WebApp", pt.Kind)
 		assert.Equal(t, "shop", pt.Name)
-		require.Len(t, pt.Changes, 1)
-		assert.False(t, pt.Changes[0].Invalid)
+		require.NotEmpty(t, pt.Changes)
+		require.Len(t, pt.Writes, len(pt.Changes), "a write per change")
 		assert.Greater(t, time.Duration(pt.At), time.Duration(refs[0].TimeToConverge))
+		for _, c := range pt.Changes {
+			assert.False(t, c.Invalid)
+		}
+		if len(pt.Changes) > 1 {
+			chains[len(pt.Changes)]++
+			continue
+		}
+		singles++
 		if !slices.Contains(paths, pt.Changes[0].Path) {
 			paths = append(paths, pt.Changes[0].Path)
 		}
 	}
 	assert.Subset(t, paths, []string{"spec.replicas", "spec.port", "spec.image"}, "%v", paths)
+	// Chains of two and three changes, as many as the single changes.
+	assert.Positive(t, chains[2])
+	assert.Positive(t, chains[3])
+	assert.Equal(t, singles, chains[2]+chains[3])
+	assert.Len(t, chains, 2, "chains of two or three changes only")
+	points = slices.DeleteFunc(points, func(pt explore.InputPoint) bool { return len(pt.Changes) > 1 })
 
 	replicas := func(n int64) explore.InputPoint {
 		i := slices.IndexFunc(points, func(pt explore.InputPoint) bool {
@@ -63,7 +78,9 @@ func TestAnInputChangeEndsAsACreatedOne(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, plan.PlanInputs(explore.InputRules{}))
 	assert.NotEmpty(t, plan.Inputs)
-	assert.False(t, slices.ContainsFunc(plan.Inputs, func(pt explore.InputPoint) bool { return pt.Changes[0].Path == "spec.replicas" }))
+	assert.False(t, slices.ContainsFunc(plan.Inputs, func(pt explore.InputPoint) bool {
+		return slices.ContainsFunc(pt.Changes, func(c explore.InputChange) bool { return c.Path == "spec.replicas" })
+	}))
 	assert.True(t, slices.ContainsFunc(plan.Inputs, func(pt explore.InputPoint) bool {
 		return pt.Changes[0].Path == "spec.image" && pt.Changes[0].Value == "registry.invalid/shop:2"
 	}), "the value the scenario gives is tried")
@@ -141,7 +158,7 @@ func TestInputPointsFindTheExamplesInputMutants(t *testing.T) {
 			require.NoError(t, plan.PlanInputs(explore.InputRules{}))
 			var found []string
 			for _, pt := range plan.Inputs {
-				if !strings.Contains(pt.Signature(), tc.change) {
+				if len(pt.Changes) > 1 || !strings.Contains(pt.Signature(), tc.change) {
 					continue // presubmit runs the points of the change that shows it
 				}
 				o := plan.InputOutcome(pt, run(pt.Transition(s), 1), run(pt.Fresh(s), 1), run(pt.Recovery(s), 1), "")
@@ -155,4 +172,85 @@ func TestInputPointsFindTheExamplesInputMutants(t *testing.T) {
 			t.Log(found[0])
 		})
 	}
+}
+
+// A failing chain shrinks to the one change that fails, then to the value
+// closest to the one it replaced that still fails; a candidate that
+// differs from the references otherwise than the chain did does not count.
+// The judge here is a stand-in: a scale-down, whatever its size, ends with
+// the wrong Deployment; a new port with the wrong Service.
+func TestAFailingChainShrinksToItsCause(t *testing.T) {
+	s, err := scenarios.Load("../../examples/webapp/scenarios/webapp.yaml")
+	require.NoError(t, err)
+	ctl, err := webapp.UnderTest("")
+	require.NoError(t, err)
+	var refs []*reports.Result
+	for seed := uint64(1); seed <= 2; seed++ {
+		res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: ctl, EndState: true})
+		require.True(t, res.Pass, "%v", res.Reasons)
+		refs = append(refs, res)
+	}
+	plan, err := explore.NewPlan(s, "fake", 1, refs, explore.Masks{})
+	require.NoError(t, err)
+	require.NoError(t, plan.PlanInputs(explore.InputRules{}))
+	single := func(path string, value any) explore.InputPoint {
+		i := slices.IndexFunc(plan.Inputs, func(pt explore.InputPoint) bool {
+			return len(pt.Changes) == 1 && pt.Changes[0].Path == path && (value == nil || pt.Changes[0].Value == value)
+		})
+		require.GreaterOrEqual(t, i, 0, "a point changes %s", path)
+		return plan.Inputs[i]
+	}
+	port, zero, image := single("spec.port", nil), single("spec.replicas", int64(0)), single("spec.image", nil)
+	chain, ok := plan.InputPointOf(port, []explore.InputChange{zero.Changes[0], port.Changes[0], image.Changes[0]}, "c1")
+	require.True(t, ok)
+	require.Len(t, chain.Writes, 3)
+
+	scaledDown := explore.Difference{Oracle: explore.OracleConsistency, Kind: "Deployment", Field: "spec.replicas", Object: "shop"}
+	newPort := explore.Difference{Oracle: explore.OracleConsistency, Kind: "Service", Field: "spec.ports[*].port", Object: "shop"}
+	var tried []string
+	judge := func(pt explore.InputPoint) explore.Outcome {
+		tried = append(tried, pt.Signature())
+		o := explore.Outcome{Point: pt.Point(), Fired: true}
+		for _, c := range pt.Changes {
+			if v, ok := c.Value.(int64); ok && c.Path == "spec.replicas" && v < 2 {
+				o.Differences = append(o.Differences, scaledDown)
+			}
+		}
+		if len(o.Differences) == 0 && slices.ContainsFunc(pt.Changes, func(c explore.InputChange) bool { return c.Path == "spec.port" }) {
+			o.Differences = append(o.Differences, newPort)
+		}
+		return o
+	}
+	failed := explore.Outcome{Point: chain.Point(), Fired: true, Differences: []explore.Difference{scaledDown}}
+	small, o, runs := plan.ShrinkInput(chain, failed, judge, explore.DefaultInputShrinkRuns)
+	t.Logf("tried:\n%s", strings.Join(tried, "\n"))
+	require.Len(t, small.Changes, 1, small.Signature())
+	assert.Equal(t, "spec.replicas", small.Changes[0].Path)
+	assert.Equal(t, int64(1), small.Changes[0].Value, "one less than the 2 it replaced fails too")
+	assert.Equal(t, []explore.Difference{scaledDown}, o.Differences)
+	assert.Equal(t, chain.Signature(), small.ShrunkFrom)
+	assert.Equal(t, 1, small.Point().Size)
+	assert.Equal(t, len(tried), runs)
+	assert.LessOrEqual(t, runs, explore.DefaultInputShrinkRuns)
+	assert.Contains(t, small.Signature(), "spec.replicas set 1 (shrunk from 0)")
+
+	// The first candidate, the chain without its scale-down, differed by
+	// its new port: not as the chain failed, so it did not count.
+	assert.Equal(t, `WebApp shop: spec.port set 1 (its minimum), then spec.image set "registry.invalid/shop:1-x" (another value)`, tried[0])
+
+	// Within its budget: that one candidate alone leaves the chain as it
+	// was.
+	same, o, runs := plan.ShrinkInput(chain, failed, judge, 1)
+	assert.Equal(t, 1, runs)
+	assert.Equal(t, chain.Signature(), same.Signature())
+	assert.Equal(t, failed, o)
+
+	// A chain failing by its new port alone shrinks to a port one less
+	// than the 8080 it replaced.
+	onlyPort := explore.Outcome{Point: chain.Point(), Fired: true, Differences: []explore.Difference{newPort}}
+	p2, ok := plan.InputPointOf(port, []explore.InputChange{port.Changes[0], image.Changes[0]}, "c2")
+	require.True(t, ok)
+	small, o, _ = plan.ShrinkInput(p2, onlyPort, judge, explore.DefaultInputShrinkRuns)
+	assert.Equal(t, "WebApp shop: spec.port set 8079 (shrunk from 1)", small.Signature())
+	assert.Equal(t, []explore.Difference{newPort}, o.Differences)
 }

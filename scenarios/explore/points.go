@@ -50,6 +50,8 @@ type Point struct {
 	At reports.Duration `json:"at"`
 	// About names the request or event, as the reference saw it.
 	About string `json:"about"`
+	// Size is how many changes an input point makes; 0 for a fault's.
+	Size int `json:"size,omitempty"`
 }
 
 // Step is one pruning pass and the points before and after it.

@@ -181,7 +181,8 @@ func found(outcomes []explore.Outcome) bool {
 }
 
 // runInputs runs input points of plan, one subtest each (its transition,
-// fresh and recovery runs), and judges each.
+// fresh and recovery runs), and judges each. A point that fails is shrunk
+// (Plan.ShrinkInput), each candidate a subtest of the point's.
 func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, dir string, first bool) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
@@ -195,27 +196,48 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 			break
 		}
 		t.Run(pt.ID, func(t *testing.T) {
-			var results [3]*reports.Result
-			var files [3]string
-			for i, s := range []*scenarios.Scenario{pt.Transition(plan.Scenario), pt.Fresh(plan.Scenario), pt.Recovery(plan.Scenario)} {
-				file := filepath.Join(dir, "points", s.Name+".yaml")
-				if err := writeScenario(file, s); err != nil {
-					t.Error(err)
-					return
+			o := runInput(t, plan, c, others, pt, dir, root)
+			if len(o.Differences) > 0 && o.Error == "" {
+				run := func(cand explore.InputPoint) explore.Outcome {
+					var co explore.Outcome
+					t.Run(cand.ID, func(t *testing.T) { co = runInput(t, plan, c, others, cand, dir, root) })
+					return co
 				}
-				results[i] = exploreRun(t, s, c, others, plan.Seed, fileReplay(current(t), root, s.Name, plan.Seed, file))
-				path, err := reports.Write(dir, results[i])
-				if err != nil {
-					t.Errorf("writing the result: %v", err)
+				small, so, runs := plan.ShrinkInput(pt, o, run, explore.DefaultInputShrinkRuns)
+				o.ShrinkRuns = runs
+				if small.ID != pt.ID {
+					o.Shrunk = &so
+					t.Logf("shrunk to %s: %s", small.ID, small.Signature())
 				}
-				files[i] = filepath.Base(path)
 			}
-			o := plan.InputOutcome(pt, results[0], results[1], results[2], files[0])
-			o.File = filepath.Join(dir, "points", pt.Transition(plan.Scenario).Name+".yaml")
 			out = append(out, o)
 		})
 	}
 	return out
+}
+
+// runInput runs pt's transition, fresh and recovery runs, writing their
+// scenario files and results into dir, and judges them.
+func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, pt explore.InputPoint, dir, root string) explore.Outcome {
+	t.Helper()
+	var results [3]*reports.Result
+	var files [3]string
+	for i, s := range []*scenarios.Scenario{pt.Transition(plan.Scenario), pt.Fresh(plan.Scenario), pt.Recovery(plan.Scenario)} {
+		file := filepath.Join(dir, "points", s.Name+".yaml")
+		if err := writeScenario(file, s); err != nil {
+			t.Error(err)
+			return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+		}
+		results[i] = exploreRun(t, s, c, others, plan.Seed, fileReplay(current(t), root, s.Name, plan.Seed, file))
+		path, err := reports.Write(dir, results[i])
+		if err != nil {
+			t.Errorf("writing the result: %v", err)
+		}
+		files[i] = filepath.Base(path)
+	}
+	o := plan.InputOutcome(pt, results[0], results[1], results[2], files[0])
+	o.File = filepath.Join(dir, "points", pt.Transition(plan.Scenario).Name+".yaml")
+	return o
 }
 
 // exploreRun runs s once on fake, keeping its end state.

@@ -44,6 +44,11 @@ type Rules struct {
 	// like them. Pin and Exclude win over them. A value for a path whose
 	// parent the object lacks is not drawn.
 	Values map[string][]any
+	// Chains bounds the points of two or three changes made one after
+	// another that exploration draws beside the single changes (see
+	// explore.InputPoints): 0 for as many as there are single changes, a
+	// negative number for none. Changes itself ignores it.
+	Chains int
 }
 
 // Changes draws the changes of obj's subtree at root (normally "spec") that

@@ -190,3 +190,13 @@ func FieldUnder(root, p string) (string, error) {
 	}
 	return next.key, nil
 }
+
+// ValueAt returns the value at path p of obj, written as Change.Path;
+// false when p does not parse or obj has nothing there.
+func ValueAt(obj map[string]any, p string) (any, bool) {
+	q, err := parsePath(p)
+	if err != nil {
+		return nil, false
+	}
+	return get(obj, q)
+}
