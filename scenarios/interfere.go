@@ -102,7 +102,7 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 				return true
 			}
 			_, err = client.Patch(ctx, name, pt, data, metav1.PatchOptions{}, sub...)
-			r.acted(ctx, err, who, what, target.GetKind(), name)
+			r.acted(ctx, err, in.Refused, who, what, target.GetKind(), name)
 			return true
 		}
 		cur, err := client.Get(ctx, name, metav1.GetOptions{})
@@ -122,7 +122,7 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 			return true
 		}
 		_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
-		r.acted(ctx, err, who, what, target.GetKind(), name)
+		r.acted(ctx, err, in.Refused, who, what, target.GetKind(), name)
 		return true
 	})
 }
@@ -158,9 +158,16 @@ func (r *run) interfereCreate(ctx context.Context, who string, m Object, n int) 
 // acted logs an interfering write, or skips one that met a conflict,
 // found the object gone or did not reach a server that was down or
 // overloaded (a control-plane fault of the run); any other refusal ends
-// the run as the harness's error.
-func (r *run) acted(ctx context.Context, err error, who, what, kind, name string) {
+// the run as the harness's error. A write meant to be refused (refused)
+// is logged when the server refuses it as invalid (422, or 400 for a value
+// of the wrong type), and ends the run as the harness's error when the
+// server takes it.
+func (r *run) acted(ctx context.Context, err error, refused bool, who, what, kind, name string) {
 	switch {
+	case refused && err == nil:
+		r.fail(fmt.Errorf("%s: the API server took the %s of %s %s, a write it must refuse", who, what, kind, name))
+	case refused && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
+		r.hist.log(time.Now(), fmt.Sprintf("%s: %s of %s %s refused, as it must be: %v", who, what, kind, name, err))
 	case err == nil:
 		r.hist.log(time.Now(), fmt.Sprintf("%s: %s of %s %s", who, what, kind, name))
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || transient(err):

@@ -186,6 +186,12 @@ type Interference struct {
 	Patch *PatchStep `json:"patch,omitempty"`
 	// Delete deletes the object, at once (grace period 0).
 	Delete bool `json:"delete,omitempty"`
+	// Refused says Set's or Patch's write is one the API server must
+	// refuse as invalid (a value the schema forbids): its refusal is
+	// logged, and the server taking it ends the run as the harness's
+	// error. Input exploration sends one in each run, to see that the
+	// controller goes on as if it had not been sent.
+	Refused bool `json:"refused,omitempty"`
 	// Create creates this object (a manifest, namespaced into the run's
 	// namespace; "{{n}}" in its strings is the count of the action), as
 	// someone else would: an object of a name the controller used, made
@@ -651,6 +657,8 @@ func validateWorld(w World, def Scenario, bad func(path, format string, args ...
 		switch {
 		case countTrue(in.Set != nil, in.Patch != nil, in.Delete, in.Create != nil) != 1:
 			bad(path, "say what the actor does: set, patch, delete or create, one of them")
+		case in.Refused && in.Set == nil && in.Patch == nil:
+			bad(path+".refused", "only a set or a patch can be refused")
 		case in.Create != nil:
 			m := Object(withN(map[string]any(in.Create), 0).(map[string]any))
 			for _, msg := range checkManifest(m, 1) {

@@ -212,6 +212,20 @@ func TestInterferenceSetsAnyValue(t *testing.T) {
 	s.World.Interference = []scenarios.Interference{{Every: scenarios.Duration(time.Second), Select: deployments, Set: &scenarios.SetField{Path: "spec.replicas"}}}
 	assert.ErrorContains(t, s.Validate(), "give a value, or remove: true")
 
+	// A write meant to be refused: its refusal is logged, and the run goes
+	// on; the server taking it is the harness's error.
+	res = run(t, scenarios.Interference{Every: scenarios.Duration(time.Second), Count: 1, Select: deployments, Refused: true,
+		Set: &scenarios.SetField{Path: "spec.replicas", Value: "many"}})
+	require.Empty(t, res.Error)
+	assert.True(t, res.Pass, "%v", res.Reasons)
+	assert.True(t, logged(res, "interference 0: set spec.replicas of Deployment web-0 refused, as it must be"), "%v", res.History.Log)
+	res = run(t, scenarios.Interference{Every: scenarios.Duration(time.Second), Count: 1, Select: deployments, Refused: true,
+		Patch: &scenarios.PatchStep{Type: scenarios.JSONPatch, Patch: []any{map[string]any{"op": "add", "path": "/spec/minReadySeconds", "value": 7}}}})
+	require.False(t, res.Pass)
+	assert.Contains(t, res.Error, "interference 0: the API server took the json patch of Deployment web-0, a write it must refuse")
+	s.World.Interference = []scenarios.Interference{{Every: scenarios.Duration(time.Second), Select: deployments, Delete: true, Refused: true}}
+	assert.ErrorContains(t, s.Validate(), "only a set or a patch can be refused")
+
 	// Patches: merge (the default) and json, on the object or a
 	// subresource, with {{n}} and {{now}} in their strings.
 	labelled := func(res *reports.Result, key, value string) bool {

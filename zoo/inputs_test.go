@@ -66,6 +66,7 @@ func TestExploreInputs(t *testing.T) {
 				require.NotNil(t, e)
 				assert.Positive(t, e.Coverage.Inputs)
 				assert.Equal(t, e.Coverage.Inputs, e.Coverage.Run)
+				assert.Zero(t, e.Coverage.Errors, "every point's runs were carried out, each refused change refused:\n%s", e.Text())
 				assert.Empty(t, e.Findings, "false alarm on the correct %s:\n%s", ex.name, e.Text())
 				t.Logf("%d input points in %v", e.Coverage.Inputs, time.Duration(e.Wall).Round(time.Millisecond))
 			})

@@ -56,12 +56,17 @@ each custom resource the scenario creates and its CRD's schema, the changes
 the schema allows to its spec (bounds, zero, one more and one less, other
 enum values, flipped booleans, optional fields removed and added, list items
 added, removed and reordered, map keys added and removed), each made once
-the references converged. Each point runs twice: the change made in the
-run, and the resource created with the change. A correct controller ends
-both alike on the objects it writes, and passes both; the scenario's own
-goal, written for its input, is not judged there. The scenario's inputs
-section pins, excludes or adds values by path; fields its own interference
-writes are left out.
+the references converged, and as many chains of two or three of them, made
+one after another. Each point runs three times: the changes made in the run
+(with one change the schema refuses sent among them, which the server must
+refuse), the resource created with the changes, and the changes made and
+then undone. A correct controller ends the first two alike on the objects
+it writes, ends the third as the references did, and passes all three; the
+scenario's own goal, written for its input, is not judged there. A failing
+point is shrunk to the fewest changes, and the numbers closest to the ones
+they replaced, that still fail. The scenario's inputs section pins,
+excludes or adds values by path; fields its own interference writes are
+left out.
 
 A scenario with faults of its own is refused; --without-faults explores its
 world without them. Exit status: 0 without findings, 1 with some, 2 on bad

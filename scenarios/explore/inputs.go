@@ -64,9 +64,22 @@ type InputPoint struct {
 	// which each change moves on.
 	At         reports.Duration `json:"at"`
 	Generation int64            `json:"generation"`
+	// Refused is a change of the resource the schema refuses, of a field
+	// the changes leave alone, that the transition run sends before its
+	// last change: the server must refuse it, and the controller, which
+	// never sees it, must end as if it had not been sent. Nil when the
+	// schema refuses nothing drawn.
+	Refused *InputRefusal `json:"refused,omitempty"`
 	// ShrunkFrom is the signature of the point this one was shrunk from
 	// (ShrinkInput); empty for a point of the plan.
 	ShrunkFrom string `json:"shrunkFrom,omitempty"`
+}
+
+// An InputRefusal is a change the schema refuses and the write that
+// sends it.
+type InputRefusal struct {
+	Change InputChange `json:"change"`
+	Write  InputWrite  `json:"write"`
 }
 
 // An InputWrite is one write of an input point's run: a field directly
@@ -171,6 +184,7 @@ func InputPoints(s *scenarios.Scenario, refs []*reports.Result, rules InputRules
 			return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 		}
 		generation := endGeneration(refs, apiVersion+" "+kind, name)
+		first := len(out)
 		add := func(cs []InputChange) bool {
 			pt, ok := inputPoint(sch, live, manifest, cs)
 			if !ok {
@@ -182,9 +196,13 @@ func InputPoints(s *scenarios.Scenario, refs []*reports.Result, rules InputRules
 			return true
 		}
 		var singles []InputChange
+		var refusals []InputRefusal
 		for _, c := range changes {
 			if c.Invalid {
-				continue // refused changes are points of their own (not yet planned)
+				if r, ok := refusal(sch, live, c); ok {
+					refusals = append(refusals, r)
+				}
+				continue
 			}
 			if add([]InputChange{c}) {
 				singles = append(singles, c)
@@ -197,8 +215,39 @@ func InputPoints(s *scenarios.Scenario, refs []*reports.Result, rules InputRules
 		for _, cs := range chains(live, singles, n) {
 			add(cs)
 		}
+		// One refused change a run, each in turn.
+		for k := first; k < len(out) && len(refusals) > 0; k++ {
+			out[k].Refused = pickRefusal(out[k], refusals, k-first)
+		}
 	}
 	return out, nil
+}
+
+// refusal is invalid change c of live as a write of the field under spec
+// it is in; false when no write can send it (a name a JSON pointer of the
+// field cannot hold, or a change the server's defaults undo).
+func refusal(sch *structuralschema.Structural, live map[string]any, c InputChange) (InputRefusal, bool) {
+	field, err := inputs.FieldUnder("spec", c.Path)
+	if err != nil || strings.ContainsAny(field, ".[]\"\\") {
+		return InputRefusal{}, false
+	}
+	changed, err := inputs.Apply(live, c)
+	if err != nil || inputs.NoOp(sch, live, changed) {
+		return InputRefusal{}, false
+	}
+	return InputRefusal{Change: c, Write: writeOf(changed, field)}, true
+}
+
+// pickRefusal is the k-th of refusals, or the first after it, whose
+// field pt's changes leave alone; nil when each is of a field they touch.
+func pickRefusal(pt InputPoint, refusals []InputRefusal, k int) *InputRefusal {
+	for i := range refusals {
+		r := refusals[(k+i)%len(refusals)]
+		if !slices.ContainsFunc(pt.Writes, func(w InputWrite) bool { return w.Field == r.Write.Field }) {
+			return &r
+		}
+	}
+	return nil
 }
 
 // chains are at most n chains of two or three of the changes cs of live
@@ -380,6 +429,12 @@ func (pt InputPoint) Transition(s *scenarios.Scenario) *scenarios.Scenario {
 	out.World.Interference = slices.Clone(s.World.Interference)
 	for i, w := range pt.Writes {
 		out.World.Interference = append(out.World.Interference, w.interference(sel, pt.At*reports.Duration(i+1)))
+	}
+	if r := pt.Refused; r != nil {
+		// Half way to the last change: the run cannot have ended.
+		in := r.Write.interference(sel, pt.At*reports.Duration(len(pt.Writes))-pt.At/2)
+		in.Refused = true
+		out.World.Interference = append(out.World.Interference, in)
 	}
 	out.Goal = generationPast(sel, pt.Generation+int64(len(pt.Writes))-1)
 	out.Timing.Deadline = cmp.Or(s.Timing.Deadline, reports.Duration(scenarios.DefaultDeadline)) + pt.At*reports.Duration(len(pt.Writes))

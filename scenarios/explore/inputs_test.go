@@ -37,7 +37,7 @@ func TestAnInputChangeEndsAsACreatedOne(t *testing.T) {
 	points, err := explore.InputPoints(s, refs, explore.InputRules{})
 	require.NoError(t, err)
 	var paths []string
-	singles, chains := 0, map[int]int{}
+	singles, chains, refused := 0, map[int]int{}, 0
 	for _, pt := range points {
 		assert.Equal(t, "WebApp", pt.Kind)
 		assert.Equal(t, "shop", pt.Name)
@@ -46,6 +46,11 @@ func TestAnInputChangeEndsAsACreatedOne(t *testing.T) {
 		assert.Greater(t, time.Duration(pt.At), time.Duration(refs[0].TimeToConverge))
 		for _, c := range pt.Changes {
 			assert.False(t, c.Invalid)
+		}
+		if r := pt.Refused; r != nil {
+			refused++
+			assert.True(t, r.Change.Invalid, r.Change.String())
+			assert.False(t, slices.ContainsFunc(pt.Writes, func(w explore.InputWrite) bool { return w.Field == r.Write.Field }), "a field the point leaves alone")
 		}
 		if len(pt.Changes) > 1 {
 			chains[len(pt.Changes)]++
@@ -62,6 +67,12 @@ func TestAnInputChangeEndsAsACreatedOne(t *testing.T) {
 	assert.Positive(t, chains[3])
 	assert.Equal(t, singles, chains[2]+chains[3])
 	assert.Len(t, chains, 2, "chains of two or three changes only")
+	// Each single change is sent beside a change the schema refuses; a
+	// chain may touch every field the refused changes are of.
+	assert.GreaterOrEqual(t, refused, singles)
+	for _, pt := range points {
+		assert.True(t, pt.Refused != nil || len(pt.Changes) > 1, pt.Signature())
+	}
 	points = slices.DeleteFunc(points, func(pt explore.InputPoint) bool { return len(pt.Changes) > 1 })
 
 	replicas := func(n int64) explore.InputPoint {
@@ -89,6 +100,9 @@ func TestAnInputChangeEndsAsACreatedOne(t *testing.T) {
 	masks := explore.DefaultMasks()
 	transition, fresh := run(up.Transition(s), 1), run(up.Fresh(s), 1)
 	assert.Empty(t, explore.Inconsistent(up, transition, fresh, masks))
+	require.NotNil(t, up.Refused)
+	assert.True(t, slices.ContainsFunc(transition.History.Log, func(e reports.Entry) bool { return strings.Contains(e.What, "refused, as it must be") }),
+		"the server refused %s", up.Refused.Change)
 
 	// An operator that ignored the change would have ended as the run
 	// created with the other input did.

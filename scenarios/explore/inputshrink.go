@@ -57,6 +57,9 @@ func (p *Plan) InputPointOf(pt InputPoint, cs []InputChange, id string) (InputPo
 		return InputPoint{}, false
 	}
 	out.ID, out.Object, out.Kind, out.Name, out.At, out.Generation = id, pt.Object, pt.Kind, pt.Name, pt.At, pt.Generation
+	if r := pt.Refused; r != nil && !slices.ContainsFunc(out.Writes, func(w InputWrite) bool { return w.Field == r.Write.Field }) {
+		out.Refused = r
+	}
 	return out, true
 }
 
