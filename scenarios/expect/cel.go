@@ -109,16 +109,56 @@ func (e *CompileError) Error() string {
 // *CompileError.
 func Compile(src string, transition bool) (*Expression, error) {
 	if transition {
-		return compileExpr(src, transitionEnv, func(e *Expression) { e.transition = true })
+		return cachedCompile("transition", src, func() (*Expression, error) {
+			return compileExpr(src, transitionEnv, func(e *Expression) { e.transition = true })
+		})
 	}
-	return compileExpr(src, objectEnv, nil)
+	return cachedCompile("object", src, func() (*Expression, error) { return compileExpr(src, objectEnv, nil) })
+}
+
+// compiled holds the expressions compiled in this process, by environment
+// and source: a scenario's rules are compiled for each of its runs, and an
+// exploration runs one scenario's rules thousands of times. An Expression
+// does not change once built and its program is safe for concurrent use
+// (what an evaluation counts lives in its activation). At most
+// maxCompiled are kept; past them the cache starts again.
+var compiled struct {
+	sync.Mutex
+	m map[string]*Expression
+}
+
+const maxCompiled = 4096
+
+// cachedCompile is compile's expression for src in env, compiled once;
+// a source that does not compile is compiled again each time.
+func cachedCompile(env, src string, compile func() (*Expression, error)) (*Expression, error) {
+	key := env + "\x00" + src
+	compiled.Lock()
+	e, ok := compiled.m[key]
+	compiled.Unlock()
+	if ok {
+		return e, nil
+	}
+	e, err := compile()
+	if err != nil {
+		return nil, err
+	}
+	compiled.Lock()
+	defer compiled.Unlock()
+	if compiled.m == nil || len(compiled.m) >= maxCompiled {
+		compiled.m = map[string]*Expression{}
+	}
+	compiled.m[key] = e
+	return e, nil
 }
 
 // CompileAcross compiles src, a CEL expression over object and objects
 // (the objects of each kind at the same instant, by kind: objects.WebApp
 // is a list) that evaluates to bool. Evaluate it with EvalAcross.
 func CompileAcross(src string) (*Expression, error) {
-	return compileExpr(src, acrossEnv, func(e *Expression) { e.across = true })
+	return cachedCompile("across", src, func() (*Expression, error) {
+		return compileExpr(src, acrossEnv, func(e *Expression) { e.across = true })
+	})
 }
 
 func compileExpr(src string, envOf func() (*cel.Env, error), mark func(*Expression)) (*Expression, error) {

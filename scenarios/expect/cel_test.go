@@ -3,6 +3,7 @@ package expect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -352,4 +353,39 @@ func TestEvalAcross(t *testing.T) {
 	assert.ErrorIs(t, err, ErrEval)
 	_, err = Compile("objects.WebApp.size() == 0", false)
 	assert.ErrorContains(t, err, "undeclared reference to 'objects'")
+}
+
+// A rule compiles once a process: the same source in the same environment
+// gives the same expression, another environment another one, and a
+// source that does not compile is not kept.
+func TestARuleCompilesOnce(t *testing.T) {
+	a, err := Compile("object.spec.replicas > 1", false)
+	require.NoError(t, err)
+	b, err := Compile("object.spec.replicas > 1", false)
+	require.NoError(t, err)
+	assert.Same(t, a, b)
+	c, err := CompileAcross("object.spec.replicas > 1")
+	require.NoError(t, err)
+	assert.NotSame(t, a, c)
+	assert.True(t, c.across)
+	for range 2 {
+		_, err = Compile("object.spec.replicas >", false)
+		assert.Error(t, err)
+	}
+	compiled.Lock()
+	_, kept := compiled.m["object\x00object.spec.replicas >"]
+	compiled.Unlock()
+	assert.False(t, kept)
+
+	// Bounded: past maxCompiled the cache starts again.
+	compiled.Lock()
+	for i := len(compiled.m); i < maxCompiled; i++ {
+		compiled.m[fmt.Sprintf("filler\x00%d", i)] = a
+	}
+	compiled.Unlock()
+	_, err = Compile("object.spec.replicas > 2", false)
+	require.NoError(t, err)
+	compiled.Lock()
+	assert.Len(t, compiled.m, 1)
+	compiled.Unlock()
 }
