@@ -17,7 +17,26 @@ import (
 // server would store: cleared on create, kept from old on update, with the
 // storage version added to storedVersions. It includes the metadata checks the
 // server runs for CRDs, such as the name being spec.names.plural+"."+spec.group.
+// A create or update checked before in the process is not checked again.
 func Validate(ctx context.Context, crd, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
+	key, ok := memoKey(crd)
+	if old != nil {
+		prev, known := memoKey(old)
+		key, ok = key+"\x00"+prev, ok && known
+	}
+	if ok {
+		if errs, ok := memoCreate(key); ok {
+			return errs
+		}
+	}
+	errs := validate(ctx, crd, old)
+	if ok {
+		keepCreate(key, errs)
+	}
+	return errs
+}
+
+func validate(ctx context.Context, crd, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
 	next := crd.DeepCopy()
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(next)
 	if old == nil {

@@ -38,8 +38,23 @@ type version struct {
 // stores. crd is expected to have passed [Validate]; New still refuses what it
 // cannot serve: Webhook conversion, no storage version, a version without a
 // schema, or a schema that is not structural. Building the CEL validators
-// compiles every rule, which is the costly part.
+// compiles every rule, which is the costly part: a CRD built once in the
+// process is not built again.
 func New(crd *apiextensionsv1.CustomResourceDefinition) (*Kind, error) {
+	key, ok := memoKey(crd)
+	if ok {
+		if k, ok := memoKind(key); ok {
+			return k, nil
+		}
+	}
+	k, err := build(crd)
+	if err == nil && ok {
+		keepKind(key, k)
+	}
+	return k, err
+}
+
+func build(crd *apiextensionsv1.CustomResourceDefinition) (*Kind, error) {
 	crd = crd.DeepCopy()
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 	if c := crd.Spec.Conversion; c != nil && c.Strategy != apiextensionsv1.NoneConverter {
