@@ -86,21 +86,6 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 		}
 		assert.Equal(t, want, after.versions[path], "adding converge changed %s, which it requires at %q", path, own.versions[path])
 	}
-	if testing.Short() {
-		// The presubmit builds the project against converge's own module
-		// versions, whose race build its own tests share; the project's
-		// one minor behind the newest, built on its own (about 9 minutes
-		// of compiling on 2 cores), is the full tier's.
-		t.Log("-short: the project's go test is built with converge's own module versions; make test-full builds it at its own")
-		args := []string{"mod", "edit"}
-		for _, m := range buildList(t, converge) {
-			args = append(args, "-require="+m)
-		}
-		out, err = goCmd(args...)
-		require.NoError(t, err, out)
-		out, err = goCmd("mod", "tidy")
-		require.NoError(t, err, out)
-	}
 	// -race shares the build cache with this repository's own tests.
 	out, err = goCmd("test", "-race", "-count=1", "-v", "./internal/controller")
 	require.NoError(t, err, "%s", lastLines(out, 60))
@@ -163,18 +148,6 @@ func kubernetesModules(t *testing.T, root string) modules {
 	}
 	require.NotEmpty(t, m.versions["sigs.k8s.io/controller-runtime"], "the fixture requires controller-runtime")
 	return m
-}
-
-// buildList is the modules the module at dir builds with but itself, as
-// path@version.
-func buildList(t *testing.T, dir string) []string {
-	t.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{if not .Main}}{{.Path}}@{{.Version}}{{end}}", "all")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	return strings.Fields(string(out))
 }
 
 func lastLines(s string, n int) string {
