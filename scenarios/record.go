@@ -136,8 +136,11 @@ func (r *run) fakeAction(idx int, c *controllerRun, a k8stesting.Action, seen, r
 	if err == nil && answer != nil {
 		q.UID = r.answered(idx, c, verb, a.GetResource().Resource, metasOf(answer))
 	}
+	// A write's body is kept when it succeeded, and when it got no answer
+	// (the server may have carried it out: writes-allowed judges it).
 	var w *Write
-	if err == nil && check.IsWrite(verb) {
+	done := err == nil
+	if (done || q.Code == 0) && check.IsWrite(verb) {
 		w = &Write{Request: q, GVR: a.GetResource(), Subresource: a.GetSubresource(), Namespace: a.GetNamespace()}
 		switch act := a.(type) {
 		case k8stesting.PatchAction:
@@ -154,7 +157,7 @@ func (r *run) fakeAction(idx int, c *controllerRun, a k8stesting.Action, seen, r
 	}
 	r.hist.request(q)
 	r.pace(q)
-	if w != nil && c.primary() {
+	if w != nil && done && c.primary() {
 		r.wrote(*w)
 	}
 }
@@ -260,8 +263,10 @@ func recordHTTP(idx int, c *controllerRun, r *run) func(http.RoundTripper) http.
 				q.Code = resp.StatusCode
 				q.UID = r.receiveHTTP(idx, c, cr, resp)
 			}
+			// As above: the body of a write that succeeded or got no answer.
 			var w *Write
-			if err == nil && resp.StatusCode < 300 && check.IsWrite(cr.Verb) {
+			done := err == nil && resp.StatusCode < 300
+			if (done || err != nil) && check.IsWrite(cr.Verb) {
 				w = &Write{GVR: schema.GroupVersionResource{Group: cr.Group, Version: cr.Version, Resource: cr.Resource},
 					Subresource: cr.Subresource, Namespace: cr.Namespace}
 				switch cr.Verb {
@@ -283,7 +288,7 @@ func recordHTTP(idx int, c *controllerRun, r *run) func(http.RoundTripper) http.
 			}
 			r.hist.request(q)
 			r.pace(q)
-			if w != nil && c.primary() {
+			if w != nil && done && c.primary() {
 				r.wrote(*w)
 			}
 			return resp, err

@@ -19,32 +19,40 @@ const WritesAllowed = "writes-allowed"
 func writesAllowed() Check {
 	return Check{
 		Name: WritesAllowed, Kind: reports.KindWriteRule, Invariant: true,
-		Catches: "a successful write of the controller under test (its Leases and Events aside) that no write rule of the scenario allows, by the object it selects, its verb and the fields it changes; judged when the scenario has write rules. The writes of the scenario's other controllers are not the rules' to judge.",
-		Reads:   "each successful write's body (History.Requests[].Body) against the world as seen when it was sent (Requests[].Seen)",
+		Catches: "a successful write of the controller under test (its Leases and Events aside), or one whose answer it never got (a cancelled request, which the server may have carried out), that no write rule of the scenario allows, by the object it selects, its verb and the fields it changes; judged when the scenario has write rules. The writes of the scenario's other controllers are not the rules' to judge.",
+		Reads:   "each such write's body (History.Requests[].Body) against the world as seen when it was sent (Requests[].Seen)",
 		judge:   judgeWrites,
 	}
 }
 
-// judgeWrites judges each successful write against the write rules, on the
-// world as the observer had seen it when the write was sent.
+// judgeWrites judges each successful write, and each whose answer was
+// lost, against the write rules, on the world as the observer had seen it
+// when the write was sent. A write cancelled in flight (an instance
+// stopped as it sent it) may have been carried out: the object it created
+// is there, and no later write of the controller need make it again, so
+// a rule that selects it has a write to judge.
 func judgeWrites(j *judging) {
 	if len(j.c.Writes) == 0 {
 		return
 	}
 	w := NewSeen(j.h.Resources)
 	for _, q := range j.h.Requests {
-		if !SuccessfulWrite(q) || !UnderTest(q) {
+		if !SuccessfulWrite(q) && !unansweredWrite(q) || !UnderTest(q) {
 			continue
 		}
 		w.UpTo(j.h.Events, q.Seen)
-		j.writeRules(w, q)
+		j.writeRules(w, q, SuccessfulWrite(q))
 	}
 }
 
 // writeRules breaks writes-allowed when no write rule allows q. The object
 // a rule selects by is the one sent for a create, else the latest version
 // seen, or the last one for an object seen deleted already.
-func (j *judging) writeRules(w *Seen, q reports.Request) {
+//
+// A write that got no answer (answered false) is judged only when what it
+// sent names its object: a create's body, or an object the observer had
+// seen; else nothing says what it would have written.
+func (j *judging) writeRules(w *Seen, q reports.Request, answered bool) {
 	resource, subresource, _ := strings.Cut(q.Resource, "/")
 	b := q.Body
 	if b == nil {
@@ -57,6 +65,9 @@ func (j *judging) writeRules(w *Seen, q reports.Request) {
 	}
 	if q.Verb == "create" && b.Object != nil {
 		subject = b.Object
+	}
+	if subject == nil && !answered {
+		return
 	}
 	var changed []string
 	switch {
@@ -241,4 +252,12 @@ func diffMaps(prefix expect.Path, a, b map[string]any, differ func(p expect.Path
 			differ(p, av, bv)
 		}
 	}
+}
+
+// unansweredWrite: q is a write of the controller's that got no answer (a
+// cancelled request or a lost connection: Code 0), which the server may
+// have carried out.
+func unansweredWrite(q reports.Request) bool {
+	resource, _, _ := strings.Cut(q.Resource, "/")
+	return IsWrite(q.Verb) && q.Code == 0 && !Bookkeeping(resource)
 }

@@ -79,3 +79,36 @@ func TestWriteRuleJudgesADeleteOfAnObjectSeenDeleted(t *testing.T) {
 		}
 	}
 }
+
+// A create cancelled in flight (its instance stopped as it sent it) got no
+// answer, but the server carried it out: the Service is there, and no
+// later write makes it again. A rule that selects it has a write to judge,
+// so the rule is not vacuous, and a rule that does not allow it is broken.
+// A create the server refused (409) is judged by neither.
+func TestAWriteCancelledInFlightIsJudged(t *testing.T) {
+	svc := map[string]any{"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "shop", "namespace": "ns", "labels": map[string]any{"app": "shop"}}}
+	history := func(code int) *reports.History {
+		return &reports.History{Start: t0, Resources: map[string]string{"services": "v1 Service"},
+			Requests: []reports.Request{{At: t0.Add(time.Second), Verb: "create", Resource: "services", Namespace: "ns", Name: "shop",
+				Code: code, Error: "context canceled", Body: &reports.Body{Object: svc}}},
+		}
+	}
+	judge := func(h *reports.History, verbs []string) (vacuous, broken bool) {
+		c, err := Compile(Rules{Writes: []WriteRule{{Select: Selector{APIVersion: "v1", Kind: "Service", Labels: "app=shop"}, Verbs: verbs}}})
+		require.NoError(t, err)
+		for _, f := range c.Judge(h, nil).Findings {
+			vacuous = vacuous || f.Check == NoVacuousCheck
+			broken = broken || f.Check == WritesAllowed
+		}
+		return vacuous, broken
+	}
+	vacuous, broken := judge(history(0), []string{"create"})
+	assert.False(t, vacuous, "the cancelled create is a write the rule selects")
+	assert.False(t, broken)
+	_, broken = judge(history(0), []string{"update"})
+	assert.True(t, broken, "a create no rule allows, cancelled or not")
+	vacuous, broken = judge(history(409), []string{"update"})
+	assert.True(t, vacuous, "a refused create is no write")
+	assert.False(t, broken)
+}
