@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/converge-lab/converge/internal/bounded"
 )
 
 // MaxExpressionLength bounds an expression's source, in bytes.
@@ -120,12 +122,8 @@ func Compile(src string, transition bool) (*Expression, error) {
 // and source: a scenario's rules are compiled for each of its runs, and an
 // exploration runs one scenario's rules thousands of times. An Expression
 // does not change once built and its program is safe for concurrent use
-// (what an evaluation counts lives in its activation). At most
-// maxCompiled are kept; past them the cache starts again.
-var compiled struct {
-	sync.Mutex
-	m map[string]*Expression
-}
+// (what an evaluation counts lives in its activation).
+var compiled = bounded.Map[*Expression]{Limit: maxCompiled}
 
 const maxCompiled = 4096
 
@@ -133,22 +131,14 @@ const maxCompiled = 4096
 // a source that does not compile is compiled again each time.
 func cachedCompile(env, src string, compile func() (*Expression, error)) (*Expression, error) {
 	key := env + "\x00" + src
-	compiled.Lock()
-	e, ok := compiled.m[key]
-	compiled.Unlock()
-	if ok {
+	if e, ok := compiled.Get(key); ok {
 		return e, nil
 	}
 	e, err := compile()
 	if err != nil {
 		return nil, err
 	}
-	compiled.Lock()
-	defer compiled.Unlock()
-	if compiled.m == nil || len(compiled.m) >= maxCompiled {
-		compiled.m = map[string]*Expression{}
-	}
-	compiled.m[key] = e
+	compiled.Put(key, e)
 	return e, nil
 }
 

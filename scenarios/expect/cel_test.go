@@ -372,20 +372,14 @@ func TestARuleCompilesOnce(t *testing.T) {
 		_, err = Compile("object.spec.replicas >", false)
 		assert.Error(t, err)
 	}
-	compiled.Lock()
-	_, kept := compiled.m["object\x00object.spec.replicas >"]
-	compiled.Unlock()
+	_, kept := compiled.Get("object\x00object.spec.replicas >")
 	assert.False(t, kept)
 
 	// Bounded: past maxCompiled the cache starts again.
-	compiled.Lock()
-	for i := len(compiled.m); i < maxCompiled; i++ {
-		compiled.m[fmt.Sprintf("filler\x00%d", i)] = a
+	for i := compiled.Len(); i < maxCompiled; i++ {
+		compiled.Put(fmt.Sprintf("filler\x00%d", i), a)
 	}
-	compiled.Unlock()
 	_, err = Compile("object.spec.replicas > 2", false)
 	require.NoError(t, err)
-	compiled.Lock()
-	assert.Len(t, compiled.m, 1)
-	compiled.Unlock()
+	assert.Equal(t, 1, compiled.Len())
 }

@@ -25,13 +25,13 @@ func Validate(ctx context.Context, crd, old *apiextensionsv1.CustomResourceDefin
 		key, ok = key+"\x00"+prev, ok && known
 	}
 	if ok {
-		if errs, ok := memoCreate(key); ok {
-			return errs
+		if errs, ok := checks.Get(key); ok {
+			return cloneErrors(errs)
 		}
 	}
 	errs := validate(ctx, crd, old)
 	if ok {
-		keepCreate(key, errs)
+		checks.Put(key, cloneErrors(errs))
 	}
 	return errs
 }

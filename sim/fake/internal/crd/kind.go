@@ -43,13 +43,13 @@ type version struct {
 func New(crd *apiextensionsv1.CustomResourceDefinition) (*Kind, error) {
 	key, ok := memoKey(crd)
 	if ok {
-		if k, ok := memoKind(key); ok {
+		if k, ok := kinds.Get(key); ok {
 			return k, nil
 		}
 	}
 	k, err := build(crd)
 	if err == nil && ok {
-		keepKind(key, k)
+		kinds.Put(key, k)
 	}
 	return k, err
 }
