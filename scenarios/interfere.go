@@ -19,14 +19,38 @@ import (
 	"github.com/converge-lab/converge/scenarios/expect"
 )
 
+// tick is what an interfering actor's call came to.
+type tick int
+
+const (
+	// counted: the call acted (or had nothing to act on) and counts.
+	counted tick = iota
+	// again: the call did not count; the next tick tries again.
+	again
+	// unreached: the write did not reach a server that was down or
+	// overloaded (a control-plane fault of the run); it is tried again
+	// after unreachedRetry, before the next tick if that is sooner.
+	unreached
+)
+
+// unreachedRetry is how soon an interfering write that did not reach the
+// server is tried again: an API server being restarted is back within
+// seconds, and the scenario's interference is meant to happen, not to be
+// lost to the restart.
+const unreachedRetry = time.Second
+
 // every calls act(n) every period from after (from the start of the
 // run) until until (from the start), until count of its calls have counted
-// (zero: no bound; act says whether its call counts) or the end of ctx, in
-// its own goroutine. n counts the calls that counted before. The calls
-// keep to the grid start + after + k*period, however long the run's setup
-// took (that varies with goroutine order); a tick already past when the
-// actor is ready is skipped, as a Ticker drops what it cannot deliver.
-func (r *run) every(ctx context.Context, period, after, until Duration, count int, act func(n int) bool) {
+// (zero: no bound) or the end of ctx, in its own goroutine. n counts the
+// calls that counted before. The calls keep to the grid start + after +
+// k*period, however long the run's setup took (that varies with goroutine
+// order); a tick already past when the actor is ready is skipped, as a
+// Ticker drops what it cannot deliver. A call whose write did not reach the
+// server is made again after unreachedRetry; if the actor still owes calls
+// (count) when until comes and its last one did not reach the server, the
+// run ends as the harness's error (what): the scenario's world did not
+// happen, so there is nothing to judge.
+func (r *run) every(ctx context.Context, period, after, until Duration, count int, what string, act func(n int) tick) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -36,22 +60,38 @@ func (r *run) every(ctx context.Context, period, after, until Duration, count in
 		wait := time.NewTimer(0)
 		wait.Stop() // armed at each tick below
 		defer wait.Stop()
-		for n := 0; count == 0 || n < count; next = next.Add(p) {
+		var retry time.Time // a call that did not reach the server, again at retry
+		for n := 0; count == 0 || n < count; {
 			if late := time.Since(next); late > 0 {
 				next = next.Add((late + p - 1) / p * p)
 			}
-			if next.After(end) {
+			at := next
+			if !retry.IsZero() && retry.Before(next) {
+				at = retry
+			}
+			if at.After(end) {
+				if !retry.IsZero() && count > 0 && ctx.Err() == nil {
+					r.fail(fmt.Errorf("%s acted %d of the %d times it must by %v: its writes did not reach the API server (a control-plane fault of the run), so the run is not the scenario's world",
+						what, n, count, time.Duration(until)))
+				}
 				return
 			}
-			wait.Reset(time.Until(next))
+			wait.Reset(time.Until(at))
 			select {
 			case <-ctx.Done():
 				return
 			case <-wait.C:
 			}
+			if !at.Before(next) {
+				next = next.Add(p)
+			}
 			r.checkLimit()
-			if act(n) {
+			retry = time.Time{}
+			switch act(n) {
+			case counted:
 				n++
+			case unreached:
+				retry = time.Now().Add(unreachedRetry)
 			}
 		}
 	}()
@@ -62,18 +102,21 @@ func (r *run) every(ctx context.Context, period, after, until Duration, count in
 // client, as another team's tooling or a node drain would.
 func (r *run) interfere(ctx context.Context, i int, in Interference) {
 	who := fmt.Sprintf("interference %d", i)
-	r.every(ctx, in.Every, in.After, in.Until, in.Count, func(n int) bool {
+	r.every(ctx, in.Every, in.After, in.Until, in.Count, who, func(n int) tick {
 		if in.Create != nil {
 			return r.interfereCreate(ctx, who, in.Create, n)
 		}
 		objs := r.hist.selected(in.Select)
 		if len(objs) == 0 {
-			return true
+			return counted
 		}
 		target := objs[n%len(objs)]
 		client, _, err := r.kube.resource(target.GroupVersionKind())
 		if err != nil {
-			return true
+			if transient(err) {
+				return r.unreached(who, "find the resource of "+target.GetKind(), err)
+			}
+			return counted
 		}
 		name := target.GetName()
 		if in.Delete {
@@ -81,10 +124,12 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 			switch {
 			case err == nil:
 				r.hist.log(time.Now(), fmt.Sprintf("%s deleted %s %s", who, target.GetKind(), name))
-			case !apierrors.IsNotFound(err) && !transient(err) && ctx.Err() == nil:
+			case transient(err) && ctx.Err() == nil:
+				return r.unreached(who, fmt.Sprintf("delete %s %s", target.GetKind(), name), err)
+			case !apierrors.IsNotFound(err) && ctx.Err() == nil:
 				r.fail(fmt.Errorf("%s could not delete %s %s: the API server answered: %w", who, target.GetKind(), name, err))
 			}
-			return true
+			return counted
 		}
 		if p := in.Patch; p != nil {
 			pt, what := types.MergePatchType, "merge patch"
@@ -99,15 +144,17 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 			data, err := json.Marshal(withN(withNow(p.Patch, time.Now()), n))
 			if err != nil {
 				r.fail(fmt.Errorf("%s: its patch: %w", who, err))
-				return true
+				return counted
 			}
 			_, err = client.Patch(ctx, name, pt, data, metav1.PatchOptions{}, sub...)
-			r.acted(ctx, err, in.Refused, who, what, target.GetKind(), name)
-			return true
+			return r.acted(ctx, err, in.Refused, who, what, target.GetKind(), name)
 		}
 		cur, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return true
+			if transient(err) && ctx.Err() == nil {
+				return r.unreached(who, fmt.Sprintf("read %s %s", target.GetKind(), name), err)
+			}
+			return counted
 		}
 		value := withNow(in.Set.Value, time.Now())
 		if s, ok := value.(string); ok {
@@ -119,23 +166,32 @@ func (r *run) interfere(ctx context.Context, i int, in Interference) {
 		}
 		if err := setField(cur.Object, in.Set.Path, value, in.Set.Remove); err != nil {
 			r.fail(fmt.Errorf("%s could not %s of %s %s: %w", who, what, target.GetKind(), name, err))
-			return true
+			return counted
 		}
 		_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
-		r.acted(ctx, err, in.Refused, who, what, target.GetKind(), name)
-		return true
+		return r.acted(ctx, err, in.Refused, who, what, target.GetKind(), name)
 	})
 }
 
-// interfereCreate is an interfering actor's create of its n-th object. It
-// reports whether it created one: a name taken is tried again at the next
-// tick, so "count: 1" is one object made, whenever its name came free.
-func (r *run) interfereCreate(ctx context.Context, who string, m Object, n int) bool {
+// unreached logs an interfering write (what) that did not reach the
+// server, to be tried again.
+func (r *run) unreached(who, what string, err error) tick {
+	r.hist.log(time.Now(), fmt.Sprintf("%s: could not %s, the API server did not answer; tried again in %v: %v", who, what, unreachedRetry, err))
+	return unreached
+}
+
+// interfereCreate is an interfering actor's create of its n-th object. A
+// name taken is tried again at the next tick, so "count: 1" is one object
+// made, whenever its name came free.
+func (r *run) interfereCreate(ctx context.Context, who string, m Object, n int) tick {
 	u := &unstructured.Unstructured{Object: withN(withNow(map[string]any(m), time.Now()), n).(map[string]any)}
 	client, mapping, err := r.kube.resource(u.GroupVersionKind())
-	if err != nil {
+	switch {
+	case err != nil && transient(err):
+		return r.unreached(who, fmt.Sprintf("find the resource of %s", u.GetKind()), err)
+	case err != nil:
 		r.fail(fmt.Errorf("%s could not create %s %s: %w", who, u.GetKind(), u.GetName(), err))
-		return true
+		return counted
 	}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		u.SetNamespace(r.kube.ns)
@@ -145,24 +201,23 @@ func (r *run) interfereCreate(ctx context.Context, who string, m Object, n int) 
 	case err == nil:
 		r.hist.log(time.Now(), fmt.Sprintf("%s created %s %s", who, u.GetKind(), u.GetName()))
 	case apierrors.IsAlreadyExists(err):
-		return false // quietly: it is tried at every tick
-	case transient(err):
-		r.hist.log(time.Now(), fmt.Sprintf("%s: create of %s %s failed, tried again at the next tick: %v", who, u.GetKind(), u.GetName(), err))
-		return false
+		return again // quietly: it is tried at every tick
+	case transient(err) && ctx.Err() == nil:
+		return r.unreached(who, fmt.Sprintf("create %s %s", u.GetKind(), u.GetName()), err)
 	case ctx.Err() == nil:
 		r.fail(fmt.Errorf("%s could not create %s %s: the API server answered: %w", who, u.GetKind(), u.GetName(), err))
 	}
-	return true
+	return counted
 }
 
-// acted logs an interfering write, or skips one that met a conflict,
-// found the object gone or did not reach a server that was down or
-// overloaded (a control-plane fault of the run); any other refusal ends
-// the run as the harness's error. A write meant to be refused (refused)
-// is logged when the server refuses it as invalid (422, or 400 for a value
-// of the wrong type), and ends the run as the harness's error when the
-// server takes it.
-func (r *run) acted(ctx context.Context, err error, refused bool, who, what, kind, name string) {
+// acted logs an interfering write, or skips one that met a conflict or
+// found the object gone; one that did not reach a server that was down or
+// overloaded (a control-plane fault of the run) is tried again
+// (unreached); any other refusal ends the run as the harness's error. A
+// write meant to be refused (refused) is logged when the server refuses it
+// as invalid (422, or 400 for a value of the wrong type), and ends the run
+// as the harness's error when the server takes it.
+func (r *run) acted(ctx context.Context, err error, refused bool, who, what, kind, name string) tick {
 	switch {
 	case refused && err == nil:
 		r.fail(fmt.Errorf("%s: the API server took the %s of %s %s, a write it must refuse", who, what, kind, name))
@@ -170,11 +225,14 @@ func (r *run) acted(ctx context.Context, err error, refused bool, who, what, kin
 		r.hist.log(time.Now(), fmt.Sprintf("%s: %s of %s %s refused, as it must be: %v", who, what, kind, name, err))
 	case err == nil:
 		r.hist.log(time.Now(), fmt.Sprintf("%s: %s of %s %s", who, what, kind, name))
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || transient(err):
+	case transient(err) && ctx.Err() == nil:
+		return r.unreached(who, fmt.Sprintf("%s of %s %s", what, kind, name), err)
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		r.hist.log(time.Now(), fmt.Sprintf("%s skipped: %s of %s %s: %v", who, what, kind, name, err))
 	case ctx.Err() == nil:
 		r.fail(fmt.Errorf("%s could not %s of %s %s: the API server answered: %w", who, what, kind, name, err))
 	}
+	return counted
 }
 
 // transient: err says the server could not be reached or could not

@@ -161,7 +161,10 @@ func (r Readiness) Model() world.Model {
 // Interference is another actor acting on the objects Select matches, in
 // turn (by name), every Every until Until: it sets a field (Set), sends a
 // patch (Patch), or deletes the object (Delete). A write that meets a
-// conflict is skipped, as a tool that does not retry would.
+// conflict is skipped, as a tool that does not retry would; one that does
+// not reach a server that is down (a control-plane fault of the run) is
+// tried again each second, and an actor that still owes its Count when
+// Until comes ends the run as the harness's error.
 type Interference struct {
 	Every Duration `json:"every"`
 	// After, from the start of the run, the actor begins: its first action
