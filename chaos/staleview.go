@@ -167,6 +167,10 @@ type views struct {
 	// deleting are the writes in before that are deletes whose DELETED
 	// event has not been met yet, by object ("pods/ns/name").
 	deleting map[string]int
+	// unclaimed are the views just before DELETED events met before any
+	// delete of the object was answered, by object: the event and the
+	// delete's answer reach the instances in either order.
+	unclaimed map[string]int64
 }
 
 type mark struct {
@@ -197,9 +201,9 @@ func (v *views) met(at time.Time, rv string) {
 // wrote records a successful write of object (resource/namespace/name)
 // answered with it at rv. The view before a delete is the state just
 // before its deletion's revision, which only the DELETED event carries:
-// until an instance meets it, the newest met (which cannot hold the
-// deletion yet). So is the view before a write answered without a
-// version (a Status).
+// met already (the event overtook the answer), it is that; until an
+// instance meets it, the newest met (which cannot hold the deletion yet).
+// So is the view before a write answered without a version (a Status).
 func (v *views) wrote(verb, object, rv string) {
 	n, err := strconv.ParseInt(rv, 10, 64)
 	v.mu.Lock()
@@ -216,6 +220,15 @@ func (v *views) wrote(verb, object, rv string) {
 		v.before = slices.Delete(v.before, 0, maxViewMarks/2)
 		clear(v.deleting)
 	}
+	// The DELETED event met before this answer is this delete's when it
+	// is not older than the version the answer carries (the object's
+	// last, or the deletion's own): an earlier deletion of the same name
+	// came before the object it answers for was made.
+	if g, ok := v.unclaimed[object]; ok && verb == "delete" && err == nil && n > 0 && g >= n-1 {
+		delete(v.unclaimed, object)
+		v.before = append(v.before, g)
+		return
+	}
 	v.before = append(v.before, before)
 	if verb == "delete" && object != "" {
 		if v.deleting == nil {
@@ -227,7 +240,8 @@ func (v *views) wrote(verb, object, rv string) {
 
 // deleted records a DELETED watch event of object at rv (the deletion's
 // revision): the view just before it still holds the object; a delete of
-// the instances' own waiting for it gets that view.
+// the instances' own waiting for it gets that view, and one answered later
+// claims it.
 func (v *views) deleted(object, rv string) {
 	n, err := strconv.ParseInt(rv, 10, 64)
 	if err != nil || n <= 1 {
@@ -240,6 +254,11 @@ func (v *views) deleted(object, rv string) {
 			v.before[i] = n - 1
 		}
 		delete(v.deleting, object)
+	} else {
+		if v.unclaimed == nil || len(v.unclaimed) == maxViewMarks {
+			v.unclaimed = map[string]int64{}
+		}
+		v.unclaimed[object] = n - 1
 	}
 	if k := len(v.gone); k > 0 && v.gone[k-1] == n-1 {
 		return // the same deletion, met by another watch

@@ -137,7 +137,6 @@ func TestStaleRestartIsFoundAndShrunk(t *testing.T) {
 // successor deletes the one someone else made since (no-blind-delete).
 // Shrunk to that crash and that view.
 func TestDeleteThroughAnOldViewIsFoundAndShrunk(t *testing.T) {
-	tier.Full(t, "flaky under load: in a cold presubmit run under the race detector no restart point fired before the delete (presubmit, target-handed-over-restart-before-delete catches the mutant in TestExamples)")
 	mutant, world := mirrorMutant(t, "delete-by-name", "target-handed-over")
 	foundAndShrunk(t, explore.WithoutFaults(world), mutant, "configmaps/copy-b", false)
 }
