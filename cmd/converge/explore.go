@@ -122,7 +122,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 		}
 		what := "points"
 		if f.inputs {
-			ids, what = ids[:0], "input points (one change or a chain of two or three; three runs each: the changes, the resource created with them, the changes and back; a failing one shrunk)"
+			ids, what = ids[:0], "input points (one change or a chain of two or three; two runs each: the resource created with the changes, and the changes and back, read before the back for the changes alone (a third run when the controller had not gone quiet by then); a failing one shrunk)"
 			for _, pt := range plan.Inputs {
 				ids = append(ids, pt.ID)
 			}

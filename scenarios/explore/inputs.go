@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/scenarios/explore/internal/inputs"
 )
 
@@ -442,22 +445,106 @@ func (pt InputPoint) Transition(s *scenarios.Scenario) *scenarios.Scenario {
 }
 
 // Recovery is the scenario that changes the resource as Transition does
-// and, pt.At after the last change (as long as the references took to
-// converge), writes each field back as the references ended it: a correct
-// controller ends as the references did. Its goal: every change and every
-// write back made (the generation moved on for each), then quiet.
+// and, once the controller had the time to act on the last change
+// (backAfter), writes each field back as the references ended it: a
+// correct controller ends as the references did. Its goal: every change
+// and every write back made (the generation moved on for each), then
+// quiet. Until its writes back it is the transition run, and stands for
+// it when the controller had gone quiet by then (Plan.TransitionOf).
 func (pt InputPoint) Recovery(s *scenarios.Scenario) *scenarios.Scenario {
 	out := pt.Transition(s)
 	out.Name = pointName(s.Name, pt.ID+"-back")
 	out.Description = fmt.Sprintf("%s, changes of its input and back: %s", s.Name, pt.Signature())
 	sel := pt.selector(s)
-	at := pt.At * reports.Duration(len(pt.Writes)+1)
+	back := pt.backAfter(s)
+	at := pt.At*reports.Duration(len(pt.Writes)) + back
 	for _, w := range pt.Back {
 		out.World.Interference = append(out.World.Interference, w.interference(sel, at))
 	}
 	out.Goal = generationPast(sel, pt.Generation+int64(len(pt.Writes)+len(pt.Back))-1)
-	out.Timing.Deadline += pt.At
+	out.Timing.Deadline += back
 	return out
+}
+
+// backAfter is how long after the last change the recovery run writes
+// back: as long as the references took to converge (pt.At), and at least
+// the settle window and a poll, so that a controller that went quiet
+// after the change has stood still for a settle window by then, as the
+// transition run ends once it has.
+func (pt InputPoint) backAfter(s *scenarios.Scenario) reports.Duration {
+	settle := cmp.Or(s.Timing.Settle, scenarios.Duration(30*time.Second))
+	return max(pt.At, reports.Duration(settle)+reports.Duration(scenarios.Poll))
+}
+
+// TransitionOf is pt's transition run as its recovery run holds it: the
+// recovery run's history and objects just before its first write back,
+// when every change had been made by then and the controller (and any
+// other the scenario runs) had written nothing for the settle window
+// before it, the point at which the transition run would have ended. The
+// result has no verdict of its own: the recovery run's covers it. ok is
+// false when the recovery run did not stand still before writing back, or
+// did not write back: the transition run is then run on its own.
+func (p *Plan) TransitionOf(pt InputPoint, recovery *reports.Result) (*reports.Result, bool) {
+	if recovery == nil || recovery.Error != "" || len(pt.Back) == 0 {
+		return nil, false
+	}
+	s := p.Scenario
+	h := recovery.History
+	back := h.Start.Add(time.Duration(pt.At*reports.Duration(len(pt.Writes)) + pt.backAfter(s)))
+	// The writes back are the recovery scenario's last interferences.
+	first := len(s.World.Interference) + len(pt.Writes)
+	if pt.Refused != nil {
+		first++
+	}
+	wroteBack, changed := false, 0
+	for _, e := range h.Log {
+		n, ok := interferenceOf(e.What)
+		switch {
+		case !ok:
+		case n >= first && e.At.Equal(back):
+			wroteBack = true
+		case n >= len(s.World.Interference) && n < len(s.World.Interference)+len(pt.Writes) && e.At.Before(back):
+			changed++
+		}
+	}
+	if !wroteBack || changed != len(pt.Writes) {
+		return nil, false
+	}
+	settle := time.Duration(cmp.Or(s.Timing.Settle, scenarios.Duration(30*time.Second)))
+	quietFrom := back.Add(-settle)
+	var requests []reports.Request
+	for _, q := range h.Requests {
+		if !q.At.Before(back) {
+			continue
+		}
+		if !q.At.Before(quietFrom) && check.SuccessfulWrite(q) {
+			return nil, false
+		}
+		requests = append(requests, q)
+	}
+	n := sort.Search(len(h.Events), func(i int) bool { return !h.Events[i].At.Before(back) })
+	seen := check.NewSeen(h.Resources)
+	seen.UpTo(h.Events, n)
+	out := &reports.Result{Scenario: recovery.Scenario, Seed: recovery.Seed, Backend: recovery.Backend, Pass: true, Converged: true,
+		Started: recovery.Started, Replay: recovery.Replay}
+	out.History = reports.History{Start: h.Start, Requests: requests, Events: h.Events[:n], Resources: h.Resources, End: seen.End()}
+	return out, true
+}
+
+// interferenceOf reads the index of the interfering actor whose write a
+// log entry tells of ("interference 3: json patch of ..."), and whether it
+// tells of one made (not skipped, not unanswered).
+func interferenceOf(what string) (int, bool) {
+	rest, ok := strings.CutPrefix(what, "interference ")
+	if !ok {
+		return 0, false
+	}
+	num, did, ok := strings.Cut(rest, ": ")
+	if !ok || strings.HasPrefix(did, "could not ") {
+		return 0, false // skipped, or not made
+	}
+	n, err := strconv.Atoi(num)
+	return n, err == nil
 }
 
 // generationPast is the goal that the object sel selects has a
@@ -601,12 +688,29 @@ func (pt InputPoint) Point() Point {
 // run's verdict; by whether the transition ended as the fresh run did on
 // the objects the controller wrote, beyond p's masks (Inconsistent); and
 // by whether the recovery ended as the references did (Recovered). file
-// is the transition's result file.
+// is the transition's result file. A nil transition is read from the
+// recovery run (TransitionOf), and file is then the recovery's; one that
+// cannot be is the harness's error.
 func (p *Plan) InputOutcome(pt InputPoint, transition, fresh, recovery *reports.Result, file string) Outcome {
-	o := Outcome{Point: pt.Point(), Result: file, Replay: transition.Replay, Wall: transition.Wall + fresh.Wall + recovery.Wall, Fired: true}
-	for _, r := range []*reports.Result{transition, fresh, recovery} {
+	runs := []*reports.Result{transition, fresh, recovery}
+	if transition == nil {
+		runs = runs[1:]
+	}
+	o := Outcome{Point: pt.Point(), Result: file, Replay: recovery.Replay, Fired: true}
+	if transition != nil {
+		o.Replay = transition.Replay
+	}
+	for _, r := range runs {
+		o.Wall += r.Wall
 		if r.Error != "" {
 			o.Error = text.FirstLine(r.Error)
+			return o
+		}
+	}
+	if transition == nil {
+		var ok bool
+		if transition, ok = p.TransitionOf(pt, recovery); !ok {
+			o.Error = "the recovery run did not stand still before its writes back, and no transition run was run"
 			return o
 		}
 	}

@@ -175,7 +175,12 @@ func TestInputPointsFindTheExamplesInputMutants(t *testing.T) {
 				if len(pt.Changes) > 1 || !strings.Contains(pt.Signature(), tc.change) {
 					continue // presubmit runs the points of the change that shows it
 				}
-				o := plan.InputOutcome(pt, run(pt.Transition(s), 1), run(pt.Fresh(s), 1), run(pt.Recovery(s), 1), "")
+				// As exploration runs it: the transition read from the
+				// recovery run, which went quiet before its writes back.
+				recovery := run(pt.Recovery(s), 1)
+				_, ok := plan.TransitionOf(pt, recovery)
+				require.True(t, ok, "%s: the recovery run did not stand still before its writes back", pt.Signature())
+				o := plan.InputOutcome(pt, nil, run(pt.Fresh(s), 1), recovery, "")
 				for _, d := range o.Differences {
 					if d.Oracle == tc.oracle && d.Kind == tc.kind && d.Field == tc.field {
 						found = append(found, pt.Signature()+": "+d.Detail)
@@ -267,4 +272,57 @@ func TestAFailingChainShrinksToItsCause(t *testing.T) {
 	small, o, _ = plan.ShrinkInput(p2, onlyPort, judge, explore.DefaultInputShrinkRuns)
 	assert.Equal(t, "WebApp shop: spec.port set 8079 (shrunk from 1)", small.Signature())
 	assert.Equal(t, []explore.Difference{newPort}, o.Differences)
+}
+
+// The recovery run, read just before its writes back, ends as the
+// transition run does: the same objects, beyond the masks, for every input
+// point of the mirror's scenario, chains included. One whose controller
+// wrote within the settle window before the writes back cannot stand for
+// the transition, nor one whose writes back never came.
+func TestTheRecoveryRunStandsForTheTransition(t *testing.T) {
+	s, err := scenarios.Load("../../examples/mirror/scenarios/mirror.yaml")
+	require.NoError(t, err)
+	run := func(s *scenarios.Scenario, seed uint64) *reports.Result {
+		res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: mirror.UnderTest{}, EndState: true})
+		require.Empty(t, res.Error)
+		return res
+	}
+	refs := []*reports.Result{run(s, 1), run(s, 2)}
+	plan, err := explore.NewPlan(s, "fake", 1, refs, explore.Masks{})
+	require.NoError(t, err)
+	require.NoError(t, plan.PlanInputs(explore.InputRules{}))
+	require.NotEmpty(t, plan.Inputs)
+	for _, pt := range plan.Inputs {
+		recovery := run(pt.Recovery(s), 1)
+		read, ok := plan.TransitionOf(pt, recovery)
+		require.True(t, ok, pt.Signature())
+		transition := run(pt.Transition(s), 1)
+		require.NotEmpty(t, read.History.End)
+		assert.Empty(t, explore.Inconsistent(pt, read, transition, explore.DefaultMasks()), pt.Signature())
+		assert.Empty(t, explore.Inconsistent(pt, transition, read, explore.DefaultMasks()), pt.Signature())
+		assert.Less(t, len(read.History.Requests), len(recovery.History.Requests), "%s: the writes back and what followed them are left out", pt.Signature())
+
+		// A write of the controller within the settle window before the
+		// writes back: not quiet; one just before that window: quiet.
+		var back time.Time // the writes back: the last patches
+		for _, e := range recovery.History.Log {
+			if strings.Contains(e.What, "json patch") {
+				back = e.At
+			}
+		}
+		wroteAt := func(at time.Time) *reports.Result {
+			r := *recovery
+			r.History.Requests = append(slices.Clone(recovery.History.Requests), reports.Request{At: at, Verb: "update", Resource: "configmaps", Name: "copy-a", Code: 200})
+			slices.SortStableFunc(r.History.Requests, func(a, b reports.Request) int { return a.At.Compare(b.At) })
+			return &r
+		}
+		_, ok = plan.TransitionOf(pt, wroteAt(back.Add(-time.Millisecond)))
+		assert.False(t, ok, "%s: a write just before the writes back", pt.Signature())
+		_, ok = plan.TransitionOf(pt, wroteAt(back.Add(-time.Duration(s.Timing.Settle)-time.Millisecond)))
+		assert.True(t, ok, "%s: a write before the settle window", pt.Signature())
+		gone := *recovery
+		gone.History.Log = slices.DeleteFunc(slices.Clone(recovery.History.Log), func(e reports.Entry) bool { return strings.Contains(e.What, "json patch") })
+		_, ok = plan.TransitionOf(pt, &gone)
+		assert.False(t, ok, "%s: no change made, no write back", pt.Signature())
+	}
 }

@@ -12,11 +12,13 @@ import (
 )
 
 // DefaultInputShrinkRuns bounds the candidates one input shrinking tries:
-// each is an input point's three runs.
+// each is an input point's runs (two, or three when the recovery run
+// cannot stand for the transition).
 const DefaultInputShrinkRuns = 12
 
-// InputRun runs an input point (its transition, fresh and recovery runs)
-// and judges it, as InputOutcome does.
+// InputRun runs an input point (its fresh and recovery runs, and its
+// transition run when the recovery cannot stand for it) and judges it, as
+// InputOutcome does.
 type InputRun func(pt InputPoint) Outcome
 
 // InputPointOf is the point of the changes cs made to the resource pt

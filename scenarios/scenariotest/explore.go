@@ -180,8 +180,9 @@ func found(outcomes []explore.Outcome) bool {
 	return slices.ContainsFunc(outcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 })
 }
 
-// runInputs runs input points of plan, one subtest each (its transition,
-// fresh and recovery runs), and judges each. A point that fails is shrunk
+// runInputs runs input points of plan, one subtest each (its fresh and
+// recovery runs, and its transition run when the recovery cannot stand for
+// it), and judges each. A point that fails is shrunk
 // (Plan.ShrinkInput), each candidate a subtest of the point's.
 func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, dir string, first bool) []explore.Outcome {
 	t.Helper()
@@ -216,27 +217,40 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 	return out
 }
 
-// runInput runs pt's transition, fresh and recovery runs, writing their
-// scenario files and results into dir, and judges them.
+// runInput runs pt's fresh and recovery runs, and its transition run
+// when the recovery run cannot stand for it (Plan.TransitionOf), writing
+// their scenario files and results into dir, and judges them.
 func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, pt explore.InputPoint, dir, root string) explore.Outcome {
 	t.Helper()
-	var results [3]*reports.Result
-	var files [3]string
-	for i, s := range []*scenarios.Scenario{pt.Transition(plan.Scenario), pt.Fresh(plan.Scenario), pt.Recovery(plan.Scenario)} {
+	run := func(s *scenarios.Scenario) (*reports.Result, string, string, error) {
 		file := filepath.Join(dir, "points", s.Name+".yaml")
 		if err := writeScenario(file, s); err != nil {
 			t.Error(err)
-			return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+			return nil, "", "", err
 		}
-		results[i] = exploreRun(t, s, c, others, plan.Seed, fileReplay(current(t), root, s.Name, plan.Seed, file))
-		path, err := reports.Write(dir, results[i])
+		res := exploreRun(t, s, c, others, plan.Seed, fileReplay(current(t), root, s.Name, plan.Seed, file))
+		path, err := reports.Write(dir, res)
 		if err != nil {
 			t.Errorf("writing the result: %v", err)
 		}
-		files[i] = filepath.Base(path)
+		return res, filepath.Base(path), file, nil
 	}
-	o := plan.InputOutcome(pt, results[0], results[1], results[2], files[0])
-	o.File = filepath.Join(dir, "points", pt.Transition(plan.Scenario).Name+".yaml")
+	fresh, _, _, err := run(pt.Fresh(plan.Scenario))
+	if err != nil {
+		return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+	}
+	recovery, result, file, err := run(pt.Recovery(plan.Scenario))
+	if err != nil {
+		return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+	}
+	var transition *reports.Result
+	if _, ok := plan.TransitionOf(pt, recovery); !ok {
+		if transition, result, file, err = run(pt.Transition(plan.Scenario)); err != nil {
+			return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+		}
+	}
+	o := plan.InputOutcome(pt, transition, fresh, recovery, result)
+	o.File = file
 	return o
 }
 
