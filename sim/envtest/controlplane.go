@@ -18,7 +18,10 @@
 // forked, and a controller under test may end threads). RestartAPIServer
 // stops kube-apiserver and starts it again on the same port, certificates
 // and etcd; CompactEtcd compacts etcd's history. Both act on a ready plane
-// (WaitReady), and RestartAPIServer returns once it is ready again. The API
+// (WaitReady), and RestartAPIServer returns once it is ready again; the
+// plane settles after a restart even when the run that asked for it ended
+// first (it would otherwise stay unready, and every later run wait for it
+// in vain), and one not ready within three times 30 s is broken. The API
 // server's watch cache answers recent resourceVersions after a compaction,
 // as on a real cluster; a control plane started with Options.NoWatchCache
 // lets etcd's 410 reach clients. The binaries are Linux-tested only.
@@ -81,6 +84,7 @@ import (
 
 	"github.com/converge-lab/converge/config"
 	"github.com/converge-lab/converge/internal/spawn"
+	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/sim"
 )
 
@@ -325,19 +329,57 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 		return err
 	}
 	cp.restartMu.Lock()
-	defer cp.restartMu.Unlock()
 	cp.unready()
 	if err := cp.apiserver.stop(5 * time.Second); err != nil {
+		cp.restartMu.Unlock()
 		return fmt.Errorf("envtest: stopping kube-apiserver: %w", err)
 	}
 	if err := cp.apiserver.start(); err != nil {
+		cp.restartMu.Unlock()
 		cp.breakDown(fmt.Errorf("envtest: kube-apiserver could not be started again: %w", err))
 		return err
 	}
-	if err := cp.settle(ctx); err != nil {
-		return fmt.Errorf("envtest: after restarting kube-apiserver: %w", err)
+	// The plane settles whether or not the run that asked for the
+	// restart is still there to wait for it: a run that ended meanwhile
+	// must not leave it unready for the next one to wait on in vain.
+	settled := make(chan error, 1)
+	go func() {
+		defer cp.restartMu.Unlock()
+		settled <- cp.settleAfter(context.WithoutCancel(ctx), cp.apiserver)
+	}()
+	select {
+	case err := <-settled:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
-	return nil
+}
+
+// settleAfter waits for the plane to be ready after restarting c, as
+// settle does, up to restartAttempts times restartReady (a loaded machine
+// can take that long); past them the plane is broken, and every run on it
+// fails at once, naming the component that was not ready and its log.
+func (cp *ControlPlane) settleAfter(ctx context.Context, c *component) error {
+	var err error
+	for range restartAttempts {
+		if cp.isStopping() {
+			return nil
+		}
+		if err = cp.settle(ctx); err == nil {
+			return nil
+		}
+	}
+	if cp.isStopping() {
+		return nil
+	}
+	late := cp.kcm
+	if strings.HasPrefix(err.Error(), cp.apiserver.name+":") {
+		late = cp.apiserver
+	}
+	err = fmt.Errorf("the control plane was not ready within %v of %s's restart: %w; the last lines of %s's log:\n%s\n(its whole log: %s)",
+		restartAttempts*restartReady, c.name, err, late.name, text.Indent(tail(late.log, tailLines), "    "), late.log)
+	cp.breakDown(err)
+	return err
 }
 
 // apiserverReady answers once kube-apiserver's /readyz says ok.

@@ -133,3 +133,30 @@ func waitBroken(ctx context.Context, cp *envtest.ControlPlane) error {
 		}
 	}
 }
+
+// A run that asked for the API server's restart and ended before the plane
+// was ready again does not leave it unready: it settles all the same, and
+// the next run starts on it (before, the plane stayed unready for good,
+// and every later run waited three minutes for it and failed).
+func TestARestartWhoseRunEndedStillSettles(t *testing.T) {
+	cp := ownPlane(t)
+	runOnce(t, cp)
+	// The run ends as soon as the restart begins (the plane's first
+	// change), long before the API server is back.
+	_, changed := cp.Outages()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-changed
+		cancel()
+	}()
+	err := cp.RestartAPIServer(ctx)
+	require.ErrorIs(t, err, context.Canceled, "the run ended before the plane was ready again")
+
+	wait, stop := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer stop()
+	require.NoError(t, cp.WaitReady(wait), "the plane is ready again")
+	assert.NoError(t, cp.Err())
+	took := runOnce(t, cp)
+	assert.Less(t, took, time.Minute, "the next run did not wait on an unready plane")
+}
