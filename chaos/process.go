@@ -44,6 +44,7 @@ type Process struct {
 	mu     sync.Mutex
 	sent   string
 	sentAt time.Time
+	termAt time.Time // the first SIGTERM's
 }
 
 // Exit is how a process ended.
@@ -135,12 +136,26 @@ func (p *Process) Exit() Exit {
 }
 
 // Terminate sends SIGTERM, waits up to the grace, then sends SIGKILL, and
-// returns how the process ended.
+// returns how the process ended. A process already sent SIGTERM is not
+// sent it again, as a kubelet does not: the grace runs from the first (a
+// second SIGTERM reaches a binary that, shutting down, may have given the
+// signal back to its default action, and kills it).
 func (p *Process) Terminate() Exit {
-	p.signal("SIGTERM", syscall.SIGTERM)
+	p.mu.Lock()
+	first := p.termAt.IsZero()
+	if first {
+		p.termAt = time.Now()
+	}
+	deadline := p.termAt.Add(p.cfg.Grace)
+	p.mu.Unlock()
+	if first {
+		p.signal("SIGTERM", syscall.SIGTERM)
+	}
+	grace := time.NewTimer(time.Until(deadline))
+	defer grace.Stop()
 	select {
 	case <-p.done:
-	case <-time.After(p.cfg.Grace):
+	case <-grace.C:
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	}
 	return p.Exit()

@@ -55,3 +55,21 @@ func TestProcessBadConfig(t *testing.T) {
 	_, err = chaos.StartProcess(chaos.ProcessConfig{Path: "/bin/true", Grace: -time.Second})
 	assert.ErrorContains(t, err, "negative grace")
 }
+
+// A process already shutting down after SIGTERM is not sent it again when
+// it is terminated a second time (a terminate fault, then the run's end):
+// a binary that has given SIGTERM back to its default action would die of
+// it, which is the harness's doing, not an unclean shutdown of its own.
+// The second Terminate waits out the first's grace.
+func TestASecondTerminateSendsNoSecondSIGTERM(t *testing.T) {
+	shutting := filepath.Join(t.TempDir(), "shutting")
+	p := startShell(t, `trap 'trap - TERM; touch `+shutting+`; sleep 0.5; exit 0' TERM`, 10*time.Second, nil)
+	first := make(chan chaos.Exit, 1)
+	go func() { first <- p.Terminate() }()
+	require.Eventually(t, func() bool { _, err := os.Stat(shutting); return err == nil }, 10*time.Second, 5*time.Millisecond)
+	exit := p.Terminate()
+	assert.Equal(t, 0, exit.Code, exit.String())
+	assert.Empty(t, exit.Signal)
+	assert.True(t, exit.WithinGrace)
+	assert.Equal(t, exit, <-first)
+}
