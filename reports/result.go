@@ -205,6 +205,19 @@ type History struct {
 	// seen when it acted, for the checks that judge an action against it
 	// (Request.Received).
 	Received []Receipt `json:"received,omitempty"`
+	// Gaps are the observer's watches that broke and listed again (after
+	// an API server's restart, say): what changed of the resource between
+	// its last event before and its first after may not be in Events.
+	Gaps []Gap `json:"gaps,omitempty"`
+}
+
+// Gap is an observer's watch of Resource that ended with an error at At,
+// to be listed again: events of the resource from then until its next one
+// may have been missed.
+type Gap struct {
+	At       time.Time `json:"at"`
+	Resource string    `json:"resource"`
+	Error    string    `json:"error,omitempty"`
 }
 
 // Receipt is one version of an object an instance received for the first

@@ -77,6 +77,17 @@ func (h *history) events() int {
 	return len(h.h.Events)
 }
 
+// gap records that the observer's watch of resource broke at at.
+func (h *history) gap(resource string, at time.Time, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g := reports.Gap{At: at, Resource: resource}
+	if err != nil {
+		g.Error = err.Error()
+	}
+	h.h.Gaps = append(h.h.Gaps, g)
+}
+
 func (h *history) event(e reports.WatchEvent) {
 	h.mu.Lock()
 	h.h.Events = append(h.h.Events, e)

@@ -3,12 +3,17 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/converge-lab/converge/reports"
@@ -20,12 +25,11 @@ import (
 // history, the object with it: the invariants, the write rules and the
 // goal are judged on that record (package check).
 type observer struct {
-	r          *run
-	namespaced dynamicinformer.DynamicSharedInformerFactory
-	cluster    dynamicinformer.DynamicSharedInformerFactory
-	kinds      map[schema.GroupVersionKind]*kindInfo
-	charts     []*charted
-	stopCh     chan struct{}
+	r      *run
+	kinds  map[schema.GroupVersionKind]*kindInfo
+	charts []*charted
+	stopCh chan struct{}
+	wg     sync.WaitGroup // the informers' runs
 }
 
 type kindInfo struct {
@@ -40,8 +44,6 @@ type kindInfo struct {
 
 func newObserver(r *run) *observer {
 	o := &observer{r: r, kinds: map[schema.GroupVersionKind]*kindInfo{}, stopCh: make(chan struct{})}
-	o.namespaced = dynamicinformer.NewFilteredDynamicSharedInformerFactory(r.kube.dynamic, 0, r.env.Namespace, nil)
-	o.cluster = dynamicinformer.NewDynamicSharedInformerFactory(r.kube.dynamic, 0)
 	o.charts = chartedFields(&r.s)
 	return o
 }
@@ -74,11 +76,7 @@ func (o *observer) watch(ctx context.Context, late bool) error {
 			return fmt.Errorf("observer: %w", err)
 		}
 		k := &kindInfo{gvk: gvk, gvr: m.Resource, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}
-		factory := o.cluster
-		if k.namespaced {
-			factory = o.namespaced
-		}
-		k.informer = factory.ForResource(m.Resource).Informer()
+		k.informer = o.informer(k)
 		reg, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { o.changed(k, "ADDED", obj) },
 			UpdateFunc: func(_, obj any) { o.changed(k, "MODIFIED", obj) },
@@ -95,8 +93,13 @@ func (o *observer) watch(ctx context.Context, late bool) error {
 	if len(added) == 0 {
 		return nil
 	}
-	o.namespaced.Start(o.stopCh)
-	o.cluster.Start(o.stopCh)
+	for _, k := range added {
+		o.wg.Add(1)
+		go func() {
+			defer o.wg.Done()
+			k.informer.Run(o.stopCh)
+		}()
+	}
 	for _, k := range added {
 		if !cache.WaitForCacheSync(ctx.Done(), k.handled.HasSynced) {
 			return fmt.Errorf("observer: the %s cache did not sync", k.gvr.Resource)
@@ -107,8 +110,43 @@ func (o *observer) watch(ctx context.Context, late bool) error {
 
 func (o *observer) stop() {
 	close(o.stopCh)
-	o.namespaced.Shutdown()
-	o.cluster.Shutdown()
+	o.wg.Wait()
+}
+
+// informer is k's informer, through a list and watch that record each
+// list after the first (History.Gaps): an informer lists again when its
+// watch broke and could not resume (an API server restarted, say), and
+// what changed meanwhile reaches the history as one event per object, its
+// versions between lost. The judges of objects across kinds must know.
+func (o *observer) informer(k *kindInfo) cache.SharedIndexInformer {
+	var ri dynamic.ResourceInterface = o.r.kube.dynamic.Resource(k.gvr)
+	if k.namespaced {
+		ri = o.r.kube.dynamic.Resource(k.gvr).Namespace(o.r.env.Namespace)
+	}
+	var synced atomic.Bool // the first list is not a gap; a fallback from a streamed one is part of it
+	var informer cache.SharedIndexInformer
+	relist := func() {
+		if synced.Load() || informer.HasSynced() {
+			synced.Store(true)
+			o.r.hist.gap(k.gvr.Resource, time.Now(), nil)
+		}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			if opts.Continue == "" {
+				relist()
+			}
+			return ri.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+				relist() // a list streamed through a watch
+			}
+			return ri.Watch(ctx, opts)
+		},
+	}
+	informer = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return informer
 }
 
 func (o *observer) changed(k *kindInfo, typ string, obj any) {

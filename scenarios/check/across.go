@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -18,7 +19,7 @@ func invariantsAcross() Check {
 	return Check{
 		Name: "invariants-across", Kind: reports.KindInvariant,
 		Catches: "a scenario's invariant across objects (a rule that reads `objects`) false of an object it selects, with every kind the rule reads as it was at one resourceVersion; each finding is named after its invariant.",
-		Reads:   "every object the observer saw with its event (History.Events), rebuilt at each resourceVersion seen",
+		Reads:   "every object the observer saw with its event (History.Events), rebuilt at each resourceVersion seen, except where a watch of the observer broke and listed again (History.Gaps), until the changes of its relist",
 		judge:   judgeAcross,
 	}
 }
@@ -67,6 +68,7 @@ func judgeAcross(j *judging) {
 		order = append(order, instant{rv, i})
 	}
 	slices.SortStableFunc(order, func(a, b instant) int { return cmp.Compare(a.rv, b.rv) })
+	blind := blindSpans(j.h, kinds)
 	state := map[string]map[objectKey]map[string]any{} // by kind
 	for _, k := range kinds {
 		state[k] = map[objectKey]map[string]any{}
@@ -85,6 +87,9 @@ func judgeAcross(j *judging) {
 			} else {
 				state[parseKind(e.Kind).Kind][key] = e.Object
 			}
+		}
+		if n64, err := strconv.ParseUint(rv, 10, 64); err == nil && slices.ContainsFunc(blind, func(b span) bool { return b.lo < n64 && n64 < b.hi }) {
+			continue // a kind's objects are not known at this version
 		}
 		objects := make(map[string]any, len(kinds))
 		for _, k := range kinds {
@@ -117,6 +122,55 @@ func judgeAcross(j *judging) {
 			}
 		}
 	}
+}
+
+// span is the resourceVersions strictly between lo and hi.
+type span struct{ lo, hi uint64 }
+
+// relistBurst is how long after the first event of a relist the others of
+// the same relist are taken to have arrived: an informer delivers a
+// relist's changes together.
+const relistBurst = time.Second
+
+// blindSpans are the resourceVersions at which the observer may not have
+// known every object of the kinds: for each gap of its watch of one of them
+// (History.Gaps), from the last version of the kind it saw before the gap
+// to the newest of the relist's changes that followed it. A change made
+// there reached the history as the relist's event alone, and a rule across
+// kinds judged there would read the kind as it was before the gap beside
+// the others as they were after. A gap with no change of the kind after it
+// missed nothing.
+func blindSpans(h *reports.History, kinds []string) []span {
+	var out []span
+	for _, g := range h.Gaps {
+		kind := parseKind(h.Resources[g.Resource]).Kind
+		if !slices.Contains(kinds, kind) {
+			continue
+		}
+		var lo, hi uint64
+		var burst time.Time
+		for _, e := range h.Events {
+			if e.Resource != g.Resource || e.Object == nil {
+				continue
+			}
+			rv, err := strconv.ParseUint(e.RV, 10, 64)
+			if err != nil {
+				continue
+			}
+			switch {
+			case !e.At.After(g.At):
+				lo = max(lo, rv)
+			case burst.IsZero():
+				burst, hi = e.At.Add(relistBurst), rv
+			case !e.At.After(burst):
+				hi = max(hi, rv)
+			}
+		}
+		if hi > lo {
+			out = append(out, span{lo, hi})
+		}
+	}
+	return out
 }
 
 var (
