@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -123,11 +122,11 @@ func (o *observer) informer(k *kindInfo) cache.SharedIndexInformer {
 	if k.namespaced {
 		ri = o.r.kube.dynamic.Resource(k.gvr).Namespace(o.r.env.Namespace)
 	}
-	var synced atomic.Bool // the first list is not a gap; a fallback from a streamed one is part of it
 	var informer cache.SharedIndexInformer
+	// The first list is not a gap, nor is a plain list that follows a
+	// streamed one the server refused: the informer has not synced yet.
 	relist := func() {
-		if synced.Load() || informer.HasSynced() {
-			synced.Store(true)
+		if informer.HasSynced() {
 			o.r.hist.gap(k.gvr.Resource, time.Now(), nil)
 		}
 	}

@@ -472,8 +472,12 @@ func (pt InputPoint) Recovery(s *scenarios.Scenario) *scenarios.Scenario {
 // after the change has stood still for a settle window by then, as the
 // transition run ends once it has.
 func (pt InputPoint) backAfter(s *scenarios.Scenario) reports.Duration {
-	settle := cmp.Or(s.Timing.Settle, scenarios.Duration(30*time.Second))
-	return max(pt.At, reports.Duration(settle)+reports.Duration(scenarios.Poll))
+	return max(pt.At, reports.Duration(settleOf(s)+scenarios.Poll))
+}
+
+// settleOf is s's settle window, its default when s sets none.
+func settleOf(s *scenarios.Scenario) time.Duration {
+	return time.Duration(cmp.Or(s.Timing.Settle, scenarios.Duration(30*time.Second)))
 }
 
 // TransitionOf is pt's transition run as its recovery run holds it: the
@@ -510,8 +514,7 @@ func (p *Plan) TransitionOf(pt InputPoint, recovery *reports.Result) (*reports.R
 	if !wroteBack || changed != len(pt.Writes) {
 		return nil, false
 	}
-	settle := time.Duration(cmp.Or(s.Timing.Settle, scenarios.Duration(30*time.Second)))
-	quietFrom := back.Add(-settle)
+	quietFrom := back.Add(-settleOf(s))
 	var requests []reports.Request
 	for _, q := range h.Requests {
 		if !q.At.Before(back) {

@@ -159,17 +159,7 @@ func TestInputPointsFindTheExamplesInputMutants(t *testing.T) {
 		{string(mirror.BugFirstTarget), "mirror", mirror.UnderTest{Bug: mirror.BugFirstTarget}, "spec.targets remove", explore.OracleVerdict, "invariant", "no-panic"},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
-			s, err := scenarios.Load("../../examples/" + tc.world + "/scenarios/" + tc.world + ".yaml")
-			require.NoError(t, err)
-			run := func(s *scenarios.Scenario, seed uint64) *reports.Result {
-				res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: tc.c, EndState: true})
-				require.Empty(t, res.Error)
-				return res
-			}
-			refs := []*reports.Result{run(s, 1), run(s, 2)}
-			plan, err := explore.NewPlan(s, "fake", 1, refs, explore.Masks{})
-			require.NoError(t, err)
-			require.NoError(t, plan.PlanInputs(explore.InputRules{}))
+			s, plan, run := inputPlan(t, "../../examples/"+tc.world+"/scenarios/"+tc.world+".yaml", tc.c)
 			var found []string
 			for _, pt := range plan.Inputs {
 				if len(pt.Changes) > 1 || !strings.Contains(pt.Signature(), tc.change) {
@@ -280,17 +270,7 @@ func TestAFailingChainShrinksToItsCause(t *testing.T) {
 // wrote within the settle window before the writes back cannot stand for
 // the transition, nor one whose writes back never came.
 func TestTheRecoveryRunStandsForTheTransition(t *testing.T) {
-	s, err := scenarios.Load("../../examples/mirror/scenarios/mirror.yaml")
-	require.NoError(t, err)
-	run := func(s *scenarios.Scenario, seed uint64) *reports.Result {
-		res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: mirror.UnderTest{}, EndState: true})
-		require.Empty(t, res.Error)
-		return res
-	}
-	refs := []*reports.Result{run(s, 1), run(s, 2)}
-	plan, err := explore.NewPlan(s, "fake", 1, refs, explore.Masks{})
-	require.NoError(t, err)
-	require.NoError(t, plan.PlanInputs(explore.InputRules{}))
+	s, plan, run := inputPlan(t, "../../examples/mirror/scenarios/mirror.yaml", mirror.UnderTest{})
 	require.NotEmpty(t, plan.Inputs)
 	for _, pt := range plan.Inputs {
 		recovery := run(pt.Recovery(s), 1)
@@ -325,4 +305,22 @@ func TestTheRecoveryRunStandsForTheTransition(t *testing.T) {
 		_, ok = plan.TransitionOf(pt, &gone)
 		assert.False(t, ok, "%s: no change made, no write back", pt.Signature())
 	}
+}
+
+// inputPlan loads the scenario in file, plans its input points from two
+// reference runs of c on fake, and returns a run of c on fake, with the
+// end state kept, that fails the test on a harness error.
+func inputPlan(t *testing.T, file string, c scenarios.Controller) (*scenarios.Scenario, *explore.Plan, func(*scenarios.Scenario, uint64) *reports.Result) {
+	t.Helper()
+	s, err := scenarios.Load(file)
+	require.NoError(t, err)
+	run := func(s *scenarios.Scenario, seed uint64) *reports.Result {
+		res := scenariotest.RunFake(t, s, scenarios.Options{Seed: seed, Controller: c, EndState: true})
+		require.Empty(t, res.Error)
+		return res
+	}
+	plan, err := explore.NewPlan(s, "fake", 1, []*reports.Result{run(s, 1), run(s, 2)}, explore.Masks{})
+	require.NoError(t, err)
+	require.NoError(t, plan.PlanInputs(explore.InputRules{}))
+	return s, plan, run
 }
