@@ -7,11 +7,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/semver"
 )
+
+func TestMain(m *testing.M) {
+	simtest.BuildAsThisBinary()
+	os.Exit(m.Run())
+}
 
 // copyFixture copies testdata/name, a project as kubebuilder scaffolds it,
 // to a folder of the test's.
@@ -57,7 +63,7 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 	goCmd := func(args ...string) (string, error) {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -86,8 +92,8 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 		}
 		assert.Equal(t, want, after.versions[path], "adding converge changed %s, which it requires at %q", path, own.versions[path])
 	}
-	// -race shares the build cache with this repository's own tests.
-	out, err = goCmd("test", "-race", "-count=1", "-v", "./internal/controller")
+	// Built as this binary was (GOFLAGS, from TestMain).
+	out, err = goCmd("test", "-count=1", "-v", "./internal/controller")
 	require.NoError(t, err, "%s", lastLines(out, 60))
 	assert.Contains(t, out, "--- PASS: TestScenarios/widget/fake/seed-1")
 	if !strings.Contains(out, "SKIPPED (envtest)") {

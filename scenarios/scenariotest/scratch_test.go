@@ -8,9 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/converge-lab/converge/sim/simtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+func TestMain(m *testing.M) {
+	simtest.BuildAsThisBinary()
+	os.Exit(m.Run())
+}
 
 // TestScratchModule is a user's first hour: a fresh module outside this
 // repository (testdata/scratch: a controller of its own with leader
@@ -34,12 +40,13 @@ func TestScratchModule(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
 
-	// -race shares the build cache with this repository's own tests; no
-	// -timeout: go test's default is what a user gets.
+	// Built as this binary was (GOFLAGS, from TestMain), it shares the
+	// build cache with this repository's own tests; no -timeout: go test's
+	// default is what a user gets.
 	goTest := func(args ...string) (string, error) {
-		cmd := exec.Command("go", append([]string{"test", "-race", "-count=1", "-v", "."}, args...)...)
+		cmd := exec.Command("go", append([]string{"test", "-count=1", "-v", "."}, args...)...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
