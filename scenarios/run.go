@@ -186,8 +186,12 @@ func Run(ctx context.Context, s *Scenario, opts Options) (res *reports.Result) {
 	}
 	if opts.Backend.Virtual() && ctx.Err() == nil && !r.limited.Load() {
 		// What the instances left winding down ends in virtual time, as
-		// it would in real time; what is left after that, RunFake judges.
+		// it would in real time; what is left after that, RunFake judges,
+		// with the result kept for it in case the linger never returns (a
+		// goroutine waiting for a lock stops the bubble's clock).
+		bubble.Keep(res)
 		bubble.Linger(instanceGrace)
+		bubble.Kept(bubble.ID())
 	}
 	return res
 }

@@ -274,9 +274,10 @@ func exploreRun(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, oth
 // (controller-runtime's priority queue before v0.25 does it when a
 // controller stops in process). When every goroutine of the bubble stays
 // blocked, unchanged, for stuckAfter of wall time, RunFake leaves the
-// bubble behind: after the run returned, that is a clean-shutdown
-// finding; before, the run stopped in virtual time and ends as the
-// harness's error, without a verdict. Either names the goroutines.
+// bubble behind: after the run had its result (it returned, or waits for
+// its goroutines to wind down), that is a clean-shutdown finding; before,
+// the run stopped in virtual time and ends as the harness's error,
+// without a verdict. Either names the goroutines.
 func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *reports.Result {
 	t.Helper()
 	scenarios.PrepareProcess()
@@ -305,10 +306,23 @@ func RunFake(t *testing.T, s *scenarios.Scenario, opts scenarios.Options) *repor
 	var gs []goroutine
 	if stuck := awaitBubble(&id, ended); stuck != nil {
 		gs = stuck.goroutines
+		kept, lingered := bubble.Kept(int(id.Load()))
 		select {
 		case <-ran:
 			leaked = stuck // the run returned; some of its goroutines never will
 		default:
+			if lingered {
+				// The run had its result and waited for its
+				// goroutines to wind down: the same, but for the
+				// bubble's own two, the run's and synctest's.
+				gs = slices.DeleteFunc(gs, func(g goroutine) bool {
+					return slices.ContainsFunc(g.Funcs, func(fn string) bool {
+						return strings.HasPrefix(fn, "testing/synctest.") || strings.HasSuffix(fn, "/internal/bubble.Linger")
+					})
+				})
+				res, leaked = kept.(*reports.Result), &errStuck{goroutines: gs}
+				break
+			}
 			// The ones that stop the clock: not blocked for good.
 			rest, _ := leakReport(slices.DeleteFunc(slices.Clone(gs), func(g goroutine) bool { return strings.Contains(g.State, "(durable)") }))
 			_, notes := leakReport(gs)

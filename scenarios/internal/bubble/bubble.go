@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -204,6 +205,23 @@ func Linger(grace time.Duration) []Goroutine {
 		step *= 2
 	}
 }
+
+// kept holds, by bubble, what its main goroutine handed over before it
+// lingered (Keep).
+var kept sync.Map
+
+// Keep hands v, what the caller's bubble was run for, to whoever waits on
+// the bubble from outside (Kept), before the caller lingers: a linger that
+// a stopped clock never lets return does not lose it. Nothing outside a
+// bubble.
+func Keep(v any) {
+	if id := ID(); id != 0 {
+		kept.Store(id, v)
+	}
+}
+
+// Kept takes what bubble id's main goroutine kept, if it did.
+func Kept(id int) (any, bool) { return kept.LoadAndDelete(id) }
 
 // Stuck says whether gs, the goroutines of a bubble but one, would keep
 // its clock from moving: none of them runs, and some are blocked where
