@@ -39,11 +39,15 @@ TESTPARA ?= $(shell echo $$(($(NPROC) + 1)))
 # TESTFLAGS go to go test as well (hack/ci-time.sh passes -json).
 TESTFLAGS ?=
 # The slowest packages first: go test starts them first, so that two run
-# side by side to the end rather than the zoo alone at the tail.
+# side by side to the end rather than one alone at the tail: in the
+# presubmit, without the race detector, cmd/converge and the envtest
+# runs; in the nightly, the zoo.
 ifeq ($(PKGS),./...)
-TESTPKGS ?= ./zoo ./scenarios ./examples/mirror ./sim ./cmd/converge ./examples/webapp ./chaos ./...
+TESTPKGS ?= ./cmd/converge ./scenarios ./examples/mirror ./sim/envtest ./sim ./scenarios/scenariotest ./zoo ./examples/webapp ./chaos ./...
+FULLPKGS ?= ./zoo ./scenarios ./examples/mirror ./examples/webapp ./cmd/converge ./sim ./chaos ./...
 else
 TESTPKGS ?= $(PKGS)
+FULLPKGS ?= $(PKGS)
 endif
 
 # with-staticcheck runs its command with staticcheck beside it (the tests
@@ -71,7 +75,7 @@ test: assets vet ## presubmit (what CI runs): gofmt, go vet, staticcheck and the
 	$(call with-staticcheck,$(GO) test -short -vet=off -p $(TESTPARA) -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
 
 test-full: assets vet ## nightly: gofmt, go vet, staticcheck and every test with the race detector, the full matrix of catalogue, profiles and backends in real time; then make compat
-	$(call with-staticcheck,$(GO) test $(RACE) -vet=off -p $(TESTPARA) -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
+	$(call with-staticcheck,$(GO) test $(RACE) -vet=off -p $(TESTPARA) -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(FULLPKGS))
 	hack/compat.sh
 
 compat: assets ## the -short tier against controller-runtime v0.23, v0.24 and v0.25, each with its k8s.io modules; logs in bin/compat

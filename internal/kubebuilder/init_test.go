@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/converge-lab/converge/sim/simtest"
+	"github.com/converge-lab/converge/sim/simtest/tier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/modfile"
@@ -32,9 +33,13 @@ func copyFixture(t *testing.T, name string) string {
 // project scaffolded by kubebuilder v4 (`init`, `create api`, a reconciler
 // that keeps a ConfigMap per Widget and reports Available, `make
 // manifests`), on controller-runtime v0.24.1, one minor behind converge's
-// newest. converge init writes its test and a starter scenario, and its
-// go test passes, kubebuilder's own envtest suite beside it, with the
-// scaffold's RBAC, CRDs and samples as they are.
+// newest. converge init writes its test and a starter scenario; adding
+// converge keeps the project's Kubernetes modules' versions; and its go
+// test passes, kubebuilder's own envtest suite beside it, with the
+// scaffold's RBAC, CRDs and samples as they are. That go test is of the
+// full tier: it compiles the project's own module graph
+// (controller-runtime v0.24, client-go v0.36) again, some minutes of a
+// cold machine's cores.
 func TestInitOnAKubebuilderProject(t *testing.T) {
 	dir := copyFixture(t, "widgets")
 	root, err := Find(filepath.Join(dir, "internal", "controller"))
@@ -92,15 +97,18 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 		}
 		assert.Equal(t, want, after.versions[path], "adding converge changed %s, which it requires at %q", path, own.versions[path])
 	}
-	// Built as this binary was (GOFLAGS, from TestMain).
-	out, err = goCmd("test", "-count=1", "-v", "./internal/controller")
-	require.NoError(t, err, "%s", lastLines(out, 60))
-	assert.Contains(t, out, "--- PASS: TestScenarios/widget/fake/seed-1")
-	if !strings.Contains(out, "SKIPPED (envtest)") {
-		assert.Contains(t, out, "--- PASS: TestScenarios/widget/envtest/seed-1")
-	}
-	assert.Contains(t, out, "--- PASS: TestControllers", "kubebuilder's own envtest suite finds the control plane converge's TestMain names")
-	assert.Contains(t, out, "RBAC of service account controller-manager: namespace system, named by the RBAC, is each run's own namespace")
+	t.Run("go test", func(t *testing.T) {
+		tier.Full(t, "compiles the project's own module graph")
+		// Built as this binary was (GOFLAGS, from TestMain).
+		out, err := goCmd("test", "-count=1", "-v", "./internal/controller")
+		require.NoError(t, err, "%s", lastLines(out, 60))
+		assert.Contains(t, out, "--- PASS: TestScenarios/widget/fake/seed-1")
+		if !strings.Contains(out, "SKIPPED (envtest)") {
+			assert.Contains(t, out, "--- PASS: TestScenarios/widget/envtest/seed-1")
+		}
+		assert.Contains(t, out, "--- PASS: TestControllers", "kubebuilder's own envtest suite finds the control plane converge's TestMain names")
+		assert.Contains(t, out, "RBAC of service account controller-manager: namespace system, named by the RBAC, is each run's own namespace")
+	})
 }
 
 // TestInitSaysWhatItCannotRead: outside a project, or in one it cannot
