@@ -181,7 +181,14 @@ type Runner interface {
 }
 
 // Prober is a Runner that shows its inside: the harness samples it, and the
-// goal requires a live instance with an empty queue.
+// goal requires a live instance with an empty queue. A Runner that is no
+// Prober is probed from the client-go work queues with a name that its
+// instance made, in New or in Run's goroutine (or anywhere while no other
+// instance is in the process), through client-go's workqueue metrics,
+// which converge receives in a test binary: depth, busy, items done as
+// Reconciles and AddAfter and AddRateLimited as Retries, counted. An
+// instance that elects a leader counts as leading once it has taken an
+// item from its queues, or while nothing was added to them.
 type Prober interface {
 	Probe() Probe
 }

@@ -158,8 +158,7 @@ func (r *run) sample(now time.Time) map[*instance]Probe {
 	probes := make(map[*instance]Probe, len(r.instances))
 	primary := 0
 	for _, in := range r.instances {
-		if p, ok := in.runner.(Prober); ok {
-			pr := p.Probe()
+		if pr, ok := in.probe(); ok {
 			probes[in] = pr
 			if !in.ctl.primary() {
 				continue
@@ -176,4 +175,27 @@ func (r *run) sample(now time.Time) map[*instance]Probe {
 		r.hist.sample(reports.Sample{At: now, QueueDepth: total.QueueDepth, Reconciles: total.Reconciles, Retries: total.Retries, CountsRetries: total.CountsRetries})
 	}
 	return probes
+}
+
+// probe is in's inside: its Prober's, or else what its client-go work
+// queues did, when it made a named one (see package workqueues). A queue
+// fills and waits on a standby, which takes nothing from it: an instance
+// that elects a leader leads once it has taken an item, or while nothing
+// was added.
+func (in *instance) probe() (Probe, bool) {
+	if p, ok := in.runner.(Prober); ok {
+		return p.Probe(), true
+	}
+	q := in.queues.Snapshot()
+	if !q.Queues {
+		return Probe{}, false
+	}
+	return Probe{
+		Leading:       !in.elects || q.Gets > 0 || q.Adds == 0,
+		QueueDepth:    int(q.Depth()),
+		Busy:          q.Busy(),
+		Reconciles:    q.Dones,
+		Retries:       q.Retries,
+		CountsRetries: true,
+	}, true
 }

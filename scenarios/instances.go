@@ -17,6 +17,7 @@ import (
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/check"
+	"github.com/converge-lab/converge/scenarios/internal/workqueues"
 )
 
 // startInstance starts one instance of controller c, on clients through
@@ -86,8 +87,10 @@ func (r *run) startInstance(ctx context.Context, c *controllerRun) error {
 		ld := time.Duration(c.spec.LeaseDuration)
 		in.LeaderElection = &LeaderElection{Namespace: r.env.Namespace, Name: lease, Identity: in.Identity,
 			LeaseDuration: ld, RenewDeadline: ld * 2 / 3, RetryPeriod: ld / 7}
+		inst.elects = true
 	}
-	runner, err := c.ctl.New(in)
+	var runner Runner
+	workqueues.Within(&inst.queues, func() { runner, err = c.ctl.New(in) })
 	if err != nil {
 		return fmt.Errorf("building instance %d%s: %w", idx, c.of(), err)
 	}
@@ -108,7 +111,8 @@ func (r *run) startInstance(ctx context.Context, c *controllerRun) error {
 				r.hist.find(check.Finding(InvNoPanic, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d%s panicked: %v", idx, c.of(), p)))
 			}
 		}()
-		err := runner.Run(instCtx)
+		var err error
+		workqueues.Within(&inst.queues, func() { err = runner.Run(instCtx) })
 		switch {
 		case errors.Is(err, errUncleanExit):
 			r.hist.find(check.Finding(InvCleanShutdown, time.Now(), reports.Subject{}, nil, fmt.Sprintf("instance %d%s %v", idx, c.of(), err)))

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-lab/converge/internal/crversion"
+	"github.com/converge-lab/converge/scenarios/internal/workqueues"
 	"github.com/converge-lab/converge/sim"
 )
 
@@ -226,10 +227,12 @@ type crMetrics struct {
 // metrics provider client-go was given first: controller-runtime's
 // priority queue always to controller-runtime's registry, but its other
 // queue (UsePriorityQueue false) to whichever package of the binary set
-// client-go's provider first, which may be component-base's (imported by
-// k8s.io/apiserver) and its legacy registry. So depth and retries are read
-// from both, the legacy registry's only for the controllers
-// controller-runtime counts reconciles of: a queue reports to one of them.
+// client-go's provider first: converge's (package workqueues), or where a
+// package of the binary came first, component-base's (imported by
+// k8s.io/apiserver) with its legacy registry, or controller-runtime's. So
+// depth and retries are read from all three, the legacy registry's and
+// converge's only for the controllers controller-runtime counts
+// reconciles of: a queue reports to one of them.
 func gather() crMetrics {
 	var m crMetrics
 	controllers := map[string]bool{}
@@ -268,6 +271,9 @@ func gather() crMetrics {
 			queues(f, controllers)
 		}
 	}
+	q := workqueues.Totals(controllers)
+	m.depth += float64(q.Depth())
+	m.retries += float64(q.Retries)
 	return m
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/scenarios/internal/bubble"
+	"github.com/converge-lab/converge/scenarios/internal/workqueues"
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/kwok"
 	"github.com/converge-lab/converge/sim/world"
@@ -367,6 +368,10 @@ type instance struct {
 	runner Runner
 	done   chan struct{}
 	ended  bool
+	elects bool // the instance elects a leader
+	// queues: the client-go work queues the instance made (those with a
+	// name), read when its runner is no Prober.
+	queues workqueues.Tally
 }
 
 func (r *run) run(ctx context.Context) error {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios"
+	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/sim/fake"
 )
 
@@ -61,27 +62,37 @@ func stamp(cm *corev1.ConfigMap) *corev1.ConfigMap {
 }
 
 // stamper is a plain client-go controller that labels each ConfigMap,
-// with a workqueue and an informer resynced every 30 s, and no Probe: the
-// harness sees nothing of its inside. With drops, a pass whose update
-// meets a 409 forgets its key. With jitter, once a ConfigMap is labelled
-// seen it waits 10 s or 20 s, drawn from the unseeded math/rand, and then
-// labels it checked: a controller's own randomness, which no seed fixes.
-type stamper struct{ drops, jitter bool }
+// with a workqueue and an informer resynced every 30 s, and no Probe. With
+// named, its queue has a name, so the harness reads it through client-go's
+// workqueue metrics; without, the harness sees nothing of its inside. With
+// drops, a pass whose update meets a 409 forgets its key. With jitter,
+// once a ConfigMap is labelled seen it waits 10 s or 20 s, drawn from the
+// unseeded math/rand, and then labels it checked: a controller's own
+// randomness, which no seed fixes.
+type stamper struct{ drops, jitter, named bool }
 
 func (s stamper) Name() string {
+	name := "stamper"
+	if s.named {
+		name += "-named"
+	}
 	switch {
 	case s.drops:
-		return "stamper-drops"
+		name += "-drops"
 	case s.jitter:
-		return "stamper-jitter"
+		name += "-jitter"
 	}
-	return "stamper"
+	return name
 }
 
 func (s stamper) New(in scenarios.Instance) (scenarios.Runner, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(in.Client, resync, informers.WithNamespace(in.Namespace))
 	cms := factory.Core().V1().ConfigMaps()
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	var config workqueue.TypedRateLimitingQueueConfig[string]
+	if s.named {
+		config.Name = "stamps"
+	}
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), config)
 	enqueue := func(obj any) {
 		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
 			queue.Add(key)
@@ -227,16 +238,18 @@ func worldUnder(t *testing.T, text string) map[string]*scenarios.Scenario {
 // resync converges within the deadline, so the goal passes it; against
 // fault-free runs of the same world it converged late, after sending
 // nothing for longer than they ever did: a liveness finding, for a
-// controller-runtime manager and for a plain client-go controller the
-// harness cannot see into.
+// controller-runtime manager, for a plain client-go controller whose
+// named queue the harness reads, and for one whose unnamed queue it
+// cannot.
 func TestAKeyDroppedUntilTheResyncIsLate(t *testing.T) {
 	conflicts := stampsUnder(t)["conflicts"]
 	for _, tc := range []struct {
 		c scenarios.Controller
-		// alone: nothing else catches it. A manager's probe counts its
-		// retries, so retries-failed-writes sees the drop too.
+		// alone: nothing else catches it. A manager's probe and a named
+		// queue count their retries, so retries-failed-writes sees the
+		// drop too.
 		alone bool
-	}{{stamperManager(true), false}, {stamper{drops: true}, true}} {
+	}{{stamperManager(true), false}, {stamper{drops: true, named: true}, false}, {stamper{drops: true}, true}} {
 		c := tc.c
 		t.Run(c.Name(), func(t *testing.T) {
 			caught := Catches(t, []*scenarios.Scenario{conflicts}, c)
@@ -252,6 +265,8 @@ func TestAKeyDroppedUntilTheResyncIsLate(t *testing.T) {
 			assert.Contains(t, f.Detail, "the controller sent nothing for ")
 			if tc.alone {
 				assert.Equal(t, []string{reports.CheckLiveness}, caught[0].Checks())
+			} else {
+				assert.Contains(t, caught[0].Checks(), check.RetriesFailedWrites)
 			}
 			t.Log(caught[0])
 		})
@@ -264,7 +279,7 @@ func TestAKeyDroppedUntilTheResyncIsLate(t *testing.T) {
 func TestTheCorrectStampersAreOnTime(t *testing.T) {
 	const seeds = 20
 	under := stampsUnder(t)
-	for _, c := range []scenarios.Controller{stamperManager(false), stamper{}} {
+	for _, c := range []scenarios.Controller{stamperManager(false), stamper{}, stamper{named: true}} {
 		t.Run(c.Name(), func(t *testing.T) {
 			live := NewLiveness(1, nil)
 			for _, name := range slices.Sorted(maps.Keys(under)) {
