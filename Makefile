@@ -71,18 +71,11 @@ endef
 test: RACE :=
 test-full: RACE := -race
 
-# cmd/converge's tests run the compiled scenario tests. Built once before
-# go test, with the tests' flags, the scenarios package is compiled once:
-# built by a test while go test compiled it for its own run, it was compiled
-# twice at once (4 minutes of a 2-core machine's presubmit).
-SCENARIOSTEST = $(GO) test $(RACE) -c -o $(BIN)/converge-scenarios.test ./scenarios
-SCENARIOSENV  = CONVERGE_TEST_SCENARIOS_BINARY=$(CURDIR)/$(BIN)/converge-scenarios.test
-
 test: assets vet ## presubmit (what CI runs): gofmt, go vet, staticcheck and the -short tier, envtest and kwok runs included
-	$(call with-staticcheck,$(SCENARIOSTEST) && $(SCENARIOSENV) $(GO) test -short -vet=off -p $(TESTPARA) -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
+	$(call with-staticcheck,$(GO) test -short -vet=off -p $(TESTPARA) -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
 
 test-full: assets vet ## nightly: gofmt, go vet, staticcheck and every test with the race detector, the full matrix of catalogue, profiles and backends in real time; then make compat
-	$(call with-staticcheck,$(SCENARIOSTEST) && $(SCENARIOSENV) $(GO) test $(RACE) -vet=off -p $(TESTPARA) -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(FULLPKGS))
+	$(call with-staticcheck,$(GO) test $(RACE) -vet=off -p $(TESTPARA) -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(FULLPKGS))
 	hack/compat.sh
 
 compat: assets ## the -short tier against controller-runtime v0.23, v0.24 and v0.25, each with its k8s.io modules; logs in bin/compat

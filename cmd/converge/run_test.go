@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -24,8 +23,8 @@ import (
 )
 
 // TestMain: the scenario tests, the CLI and the users' tests these tests
-// build are built as this binary is (with -race under make test-full),
-// from the packages go test has compiled already. With $CONVERGE_TEST_AS_CLI
+// build are built as this binary is (with -race under make test), from
+// the packages go test has compiled already. With $CONVERGE_TEST_AS_CLI
 // set, this binary is the converge command itself (main's runMain), for
 // tests that signal a converge process.
 func TestMain(m *testing.M) {
@@ -139,24 +138,10 @@ var (
 	buildErr  error
 )
 
-// scenarioTestsBinary names compiled scenario tests that make test built
-// before go test started, as this binary was built: go test compiling the
-// scenarios package for its own run while a test here compiled it again
-// cost a 2-core machine 4 minutes.
-const scenarioTestsBinary = "CONVERGE_TEST_SCENARIOS_BINARY"
-
-// scenarioTests builds the compiled scenario tests once, or takes those
-// $CONVERGE_TEST_SCENARIOS_BINARY names.
+// scenarioTests builds the compiled scenario tests once.
 func scenarioTests(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		if bin := os.Getenv(scenarioTestsBinary); bin != "" {
-			if _, err := os.Stat(bin); err != nil {
-				buildErr = fmt.Errorf("$%s: %w", scenarioTestsBinary, err)
-			}
-			testBin = bin
-			return
-		}
 		dir, err := os.MkdirTemp("", "converge-cli-")
 		if err != nil {
 			buildErr = err
