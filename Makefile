@@ -102,7 +102,8 @@ fuzz: ## each fuzz target for FUZZTIME (default 60s); what it finds lands in the
 	$(GO) test ./scenarios/expect -run '^$$' -fuzz '^FuzzParsePath$$' -fuzztime $(FUZZTIME)
 
 assets: ## build kube-apiserver, kube-controller-manager, kube-scheduler and etcd from source, and kwok and kwokctl (once per machine)
-	@hack/kwok.sh >/dev/null # and hack/assets.sh beside it, its output on stderr
+	@hack/assets.sh
+	@hack/kwok.sh >/dev/null
 
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck

@@ -33,35 +33,11 @@ has_version() { # binary, expected text in its --version output
 	[[ -x "$dest/$1" ]] && "$dest/$1" --version 2>/dev/null | grep -qF "$2"
 }
 
-# build: a module dir, ldflags, then binary=package for each binary. One
-# go build makes them all, so that their links (single-threaded, a minute
-# each for the Kubernetes ones) run side by side and beside the other
-# packages' compiles.
-build() {
-	local dir="$1" ldflags="$2" tmp pair pkgs=() names=()
-	shift 2
-	for pair in "$@"; do
-		names+=("${pair%%=*}")
-		pkgs+=("${pair#*=}")
-	done
-	tmp="$(mktemp -d "$dest/.build.XXXXXX")"
-	echo "building ${names[*]} into $dest"
-	if ! (cd "$here/$dir" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}"); then
-		rm -rf "$tmp"
-		return 1
-	fi
-	for pair in "$@"; do
-		# go build names a binary after its package's last element that
-		# is not a major version (go.etcd.io/etcd/server/v3: server).
-		local pkg="${pair#*=}" last="${pair#*=}"
-		last="${last##*/}"
-		if [[ "$last" =~ ^v[0-9]+$ ]]; then
-			pkg="${pkg%/*}"
-			last="${pkg##*/}"
-		fi
-		mv "$tmp/$last" "$dest/${pair%%=*}"
-	done
-	rm -rf "$tmp"
+build() { # module dir, package, binary, ldflags
+	local tmp="$dest/.$3.tmp"
+	echo "building $3 into $dest"
+	(cd "$here/$1" && go build -trimpath -ldflags "$4" -o "$tmp" "$2")
+	mv "$tmp" "$dest/$3"
 }
 
 minor="${K8S_VERSION#v1.}"
@@ -76,28 +52,13 @@ k8s_ldflags="-s -w \
  -X k8s.io/client-go/pkg/version.gitMajor=1 \
  -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 
-# etcd builds beside the Kubernetes binaries (each go build has its
-# serial stretches: loading its module graph, its last links).
-etcd=""
-if ! has_version etcd "etcd Version: ${ETCD_VERSION#v}"; then
-	build etcd "-s -w" etcd=go.etcd.io/etcd/server/v3 &
-	etcd=$!
-fi
-k8s=()
 for bin in kube-apiserver kube-controller-manager kube-scheduler; do
 	if ! has_version "$bin" "Kubernetes $K8S_VERSION"; then
-		k8s+=("$bin=k8s.io/kubernetes/cmd/$bin")
+		build k8s "k8s.io/kubernetes/cmd/$bin" "$bin" "$k8s_ldflags"
 	fi
 done
-status=0
-if ((${#k8s[@]} > 0)); then
-	build k8s "$k8s_ldflags" "${k8s[@]}" || status=$?
-fi
-if [[ -n "$etcd" ]]; then
-	wait "$etcd" || status=$?
-fi
-if ((status != 0)); then
-	exit "$status"
+if ! has_version etcd "etcd Version: ${ETCD_VERSION#v}"; then
+	build etcd go.etcd.io/etcd/server/v3 etcd "-s -w"
 fi
 
 for bin in kube-apiserver kube-controller-manager kube-scheduler etcd; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds kwok and kwokctl at $KWOK_VERSION with `go install` into a folder
 # keyed by version, os and arch under the user's cache dir (where sim/kwok
-# looks), and the control-plane binaries of hack/assets.sh beside them,
-# kube-scheduler among them. Nothing is downloaded but Go modules. Present binaries of the
+# looks), after the control-plane binaries of hack/assets.sh, kube-scheduler
+# among them. Nothing is downloaded but Go modules. Present binaries of the
 # right version are not rebuilt. Prints the folder.
 #
 # `converge kwok` starts a cluster from these binaries; the cluster
@@ -17,24 +17,15 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/cache.sh"
 bin="${CONVERGE_KWOK_DIR:-$cache/converge/kwok/$KWOK_VERSION-$os-$arch}"
 
-# The control plane builds beside kwok: neither needs the other's
-# binaries to build, and each go build has serial stretches (its module
-# graph, its links) the other's compiles fill.
-"$here/assets.sh" >&2 &
-assets=$!
+"$here/assets.sh" >&2
 
 mkdir -p "$bin"
 exec 9>"$bin/.lock"
 if command -v flock >/dev/null; then
 	flock 9 # one build at a time per folder
 fi
-status=0
 if [[ ! -x "$bin/kwokctl" || ! -x "$bin/kwok" ]] || ! "$bin/kwokctl" --version 2>/dev/null | grep -qF "$KWOK_VERSION"; then
 	echo "building kwok and kwokctl $KWOK_VERSION into $bin" >&2
-	GOBIN="$bin" go install "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" || status=$?
-fi
-wait "$assets" || status=$?
-if ((status != 0)); then
-	exit "$status"
+	GOBIN="$bin" go install "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 fi
 echo "$bin"
