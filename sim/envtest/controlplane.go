@@ -164,10 +164,13 @@ func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane,
 	}
 	cp = &ControlPlane{dir: dir, opts: opts, changed: make(chan struct{})}
 	cp.healthy, cp.broken = context.WithCancelCause(context.Background())
+	// The plane as started, for the deferred clean-up: a failed start
+	// returns a nil cp, which the deferred function would see.
+	plane := cp
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("%w\n%s", err, cp.LogTails(tailLines))
-			_ = cp.Stop()
+			err = fmt.Errorf("%w\n%s", err, plane.LogTails(tailLines))
+			_ = plane.Stop()
 		}
 	}()
 	cp.etcd = &component{cp: cp, name: "etcd", log: filepath.Join(dir, "etcd.log"), ready: cp.etcdHealthy}

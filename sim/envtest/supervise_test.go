@@ -160,3 +160,21 @@ func TestARestartWhoseRunEndedStillSettles(t *testing.T) {
 	took := runOnce(t, cp)
 	assert.Less(t, took, time.Minute, "the next run did not wait on an unready plane")
 }
+
+// A start that fails once the components run returns its error with their
+// log tails (before, its clean-up read the nil plane the failed start
+// returned and panicked: a shared plane that could not settle on a starved
+// machine failed every later run of its test binary with the panic).
+func TestAFailedStartSaysWhy(t *testing.T) {
+	simtest.Require(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the components start; the first request made with ctx fails
+	var cp *envtest.ControlPlane
+	var err error
+	require.NotPanics(t, func() { cp, err = envtest.StartControlPlane(ctx) })
+	require.Error(t, err)
+	assert.Nil(t, cp)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorContains(t, err, "kube-apiserver (")
+	assert.ErrorContains(t, err, "etcd (")
+}
