@@ -100,7 +100,8 @@ type sharedItem struct {
 }
 
 // Get returns the value under key, started by start the first time; a
-// failed start is remembered and returned again.
+// failed start is remembered and returned again, a start that panicked
+// too (its caller gets the panic; the later ones an error that says so).
 func (s *Shared) Get(key any, start func() (v any, stop func() error, err error)) (any, error) {
 	s.mu.Lock()
 	if s.items == nil {
@@ -113,7 +114,15 @@ func (s *Shared) Get(key any, start func() (v any, stop func() error, err error)
 		s.order = append(s.order, it)
 	}
 	s.mu.Unlock()
-	it.once.Do(func() { it.v, it.stop, it.err = start() })
+	it.once.Do(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				it.v, it.stop, it.err = nil, nil, fmt.Errorf("its start panicked: %v", p)
+				panic(p)
+			}
+		}()
+		it.v, it.stop, it.err = start()
+	})
 	return it.v, it.err
 }
 
