@@ -254,11 +254,13 @@ func mapStrings(v any, f func(string) string, keys bool) any {
 // a dynamic client and a mapper from kinds to resources.
 type kube struct {
 	dynamic dynamic.Interface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	mapper  meta.ResettableRESTMapper
 	ns      string
 }
 
-func newKube(cfg *rest.Config, ns string) (*kube, error) {
+// newKube reaches the API through cfg, its kinds mapped by mapper when
+// the backend has one (fake's, read in process), else through discovery.
+func newKube(cfg *rest.Config, ns string, mapper meta.ResettableRESTMapper) (*kube, error) {
 	cfg = rest.CopyConfig(cfg)
 	// The harness's own requests are not the controller's: no client-side
 	// throttling on them.
@@ -266,6 +268,9 @@ func newKube(cfg *rest.Config, ns string) (*kube, error) {
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if mapper != nil {
+		return &kube{dynamic: dc, mapper: mapper, ns: ns}, nil
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

@@ -424,7 +424,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 
-	r.kube, err = newKube(env.RESTConfig, env.Namespace)
+	r.kube, err = newKube(env.RESTConfig, env.Namespace, env.RESTMapper)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	fakeclientset "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -61,6 +62,10 @@ type Env struct {
 	// InProcess makes the in-process API's own clientsets, where the API
 	// lives in this process (fake); nil elsewhere.
 	InProcess InProcess
+	// RESTMapper is the API's REST mapping read in process, where the API
+	// lives in this process (fake): the answers discovery gives, without
+	// its requests. Nil elsewhere: ask discovery.
+	RESTMapper meta.ResettableRESTMapper
 	// Can lists what this backend can do.
 	Can Capabilities
 }

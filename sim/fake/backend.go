@@ -120,6 +120,7 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		ControllerClient: b.newClientLocked(false),
 		Observer:         observer,
 		InProcess:        b,
+		RESTMapper:       &mapper{s: b.store},
 		Can: sim.Capabilities{
 			sim.VirtualTime:      "",
 			sim.RealAPIServer:    "no API server: requests never cross HTTP",

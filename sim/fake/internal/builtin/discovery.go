@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/restmapper"
 )
 
 // APIVersions is the document of /api: the core group's only version.
@@ -206,6 +207,28 @@ func discoveryResource(r Resource) apidiscoveryv2.APIResourceDiscovery {
 			ResponseKind: &metav1.GroupVersionKind{Group: s.Group, Version: s.Version, Kind: s.Kind},
 			Verbs:        slices.Clone(s.Verbs),
 		})
+	}
+	return out
+}
+
+// GroupResources is what discovery serves with extra, as client-go's
+// restmapper reads it from the documents (restmapper.GetAPIGroupResources):
+// each group with its versions, the preferred first, and each version's
+// resources the legacy way.
+func GroupResources(extra []Resource) []*restmapper.APIGroupResources {
+	var out []*restmapper.APIGroupResources
+	for _, g := range servedGroups(extra) {
+		gr := &restmapper.APIGroupResources{
+			Group:              metav1.APIGroup{Name: g.name},
+			VersionedResources: map[string][]metav1.APIResource{},
+		}
+		for _, v := range g.versions {
+			gv := metav1.GroupVersionForDiscovery{GroupVersion: schema.GroupVersion{Group: g.name, Version: v.name}.String(), Version: v.name}
+			gr.Group.Versions = append(gr.Group.Versions, gv)
+			gr.VersionedResources[v.name] = apiResources(v.resources)
+		}
+		gr.Group.PreferredVersion = gr.Group.Versions[0]
+		out = append(out, gr)
 	}
 	return out
 }
