@@ -287,6 +287,7 @@ componentsPatches:
 	watch, unwatch := context.WithCancel(context.Background())
 	c.unwatch, c.watching = unwatch, make(chan struct{})
 	go c.supervise(watch, names, c.watching)
+	live.add(c)
 	c.Started = time.Since(begin)
 	return c, nil
 }
@@ -462,6 +463,7 @@ func (c *Cluster) Compact(ctx context.Context) error {
 // it returns, none of them is running. It is safe to call twice.
 func (c *Cluster) Stop() error {
 	c.stopSupervising()
+	live.remove(c)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
@@ -498,8 +500,16 @@ func pruneStalePIDs(workdir string) {
 // StopAll deletes every cluster this process started and has not deleted
 // (a Stop that never ran: a test that forgot it, a run that ended on an
 // error), found by their folders. Call it as the process ends;
-// simtest.Main does.
+// simtest.Main does. It ends their supervision first: a supervisor still
+// watching would take the kills for outages and start the components
+// again, into the folder being removed.
 func StopAll() error {
+	for _, c := range live.take() {
+		c.stopSupervising()
+		c.mu.Lock()
+		c.stopped = true
+		c.mu.Unlock()
+	}
 	entries, err := os.ReadDir(root())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

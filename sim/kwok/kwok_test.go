@@ -377,3 +377,23 @@ func startCluster(t *testing.T) *Cluster {
 	t.Cleanup(func() { assert.NoError(t, c.Stop()) })
 	return c
 }
+
+// TestStopAllEndsTheSupervisionFirst: StopAll, as a test binary returns
+// with a cluster it never stopped, ends the cluster's supervisor before it
+// kills the processes, so that none is taken for an outage and started
+// again into the folder being removed (etcd was, 2 s after such a binary
+// had exited, on a loaded machine).
+func TestStopAllEndsTheSupervisionFirst(t *testing.T) {
+	c := startCluster(t)
+	require.NoError(t, StopAll())
+	select {
+	case <-c.watching:
+	default:
+		t.Fatal("the cluster is still supervised after StopAll")
+	}
+	outages, _ := c.Outages()
+	assert.Empty(t, outages, "StopAll's kills are no outage")
+	assert.Empty(t, processesOf(c.Workdir()))
+	assert.NoDirExists(t, c.Workdir())
+	require.NoError(t, c.Stop(), "a Stop after StopAll is harmless")
+}

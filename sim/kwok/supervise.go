@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -29,6 +32,39 @@ const (
 )
 
 var _ sim.Supervised = (*Cluster)(nil)
+
+// live holds the clusters this process started and has not stopped, so
+// that StopAll ends their supervisors before it kills their processes.
+var live clusters
+
+type clusters struct {
+	mu sync.Mutex
+	m  map[*Cluster]struct{}
+}
+
+func (l *clusters) add(c *Cluster) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[*Cluster]struct{}{}
+	}
+	l.m[c] = struct{}{}
+}
+
+func (l *clusters) remove(c *Cluster) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, c)
+}
+
+// take empties the set and returns what it held.
+func (l *clusters) take() []*Cluster {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Collect(maps.Keys(l.m))
+	clear(l.m)
+	return out
+}
 
 // supervise watches the cluster's components until ctx ends: one whose
 // process is gone when nothing asked for it (a restart holds c.mu, Stop
