@@ -76,6 +76,11 @@ test-full: RACE := -race
 # The nightly keeps them, for a debugger.
 test: TESTLD := -ldflags='-s -w'
 test-full: TESTLD :=
+# Nor does the presubmit's compiler write DWARF, in go vet, staticcheck,
+# go test and the go commands the tests start alike (GOFLAGS reaches them
+# all, so they share one build cache): a seventh less of every compile
+# (cmd/converge from an empty cache: 237 s rather than 275).
+test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
 
 test: assets vet ## presubmit (what CI runs): gofmt, go vet, staticcheck and the -short tier, envtest and kwok runs included
 	$(call with-staticcheck,$(GO) test -short -vet=off $(TESTLD) -p $(TESTPARA) -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))

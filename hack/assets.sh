@@ -36,7 +36,10 @@ has_version() { # binary, expected text in its --version output
 build() { # module dir, package, binary, ldflags
 	local tmp="$dest/.$3.tmp"
 	echo "building $3 into $dest"
-	(cd "$here/$1" && go build -trimpath -ldflags "$4" -o "$tmp" "$2")
+	# No DWARF from the compiler either (-w drops it at the link anyway): a
+	# seventh less of the build's time (converge's own build from an empty
+	# cache: 237 s rather than 275).
+	(cd "$here/$1" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "$4" -o "$tmp" "$2")
 	mv "$tmp" "$dest/$3"
 }
 

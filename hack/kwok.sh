@@ -26,6 +26,9 @@ if command -v flock >/dev/null; then
 fi
 if [[ ! -x "$bin/kwokctl" || ! -x "$bin/kwok" ]] || ! "$bin/kwokctl" --version 2>/dev/null | grep -qF "$KWOK_VERSION"; then
 	echo "building kwok and kwokctl $KWOK_VERSION into $bin" >&2
-	GOBIN="$bin" go install "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+	# Without symbols or DWARF, as hack/assets.sh builds (the version comes
+	# from the module's build information, which stays).
+	GOBIN="$bin" go install -trimpath -gcflags=all=-dwarf=false -ldflags="-s -w" \
+		"sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 fi
 echo "$bin"
