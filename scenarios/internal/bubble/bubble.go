@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,12 +147,23 @@ func baseFile(fileLine string) string {
 // system call: blocked for good in synctest's sense, waiting for a lock,
 // or on a channel or select that something outside the bubble could end.
 func (g Goroutine) Blocked() bool {
-	for _, busy := range []string{"running", "runnable", "syscall", "preempted"} {
+	for _, busy := range busyStates {
 		if strings.HasPrefix(g.State, busy) {
 			return false
 		}
 	}
 	return g.State != ""
+}
+
+// busyStates are the states of a goroutine that runs, or waits for the
+// runtime rather than for another goroutine: it goes on by itself, so a
+// bubble with one in it is not stuck. A goroutine that allocates while
+// the garbage collector marks may wait for it ("GC assist wait") for a
+// while on a loaded machine.
+var busyStates = []string{
+	"running", "runnable", "syscall", "preempted",
+	"GC ", "garbage collection", "wait for GC cycle", "stopping the world",
+	"flushing proc caches", "debug call", "dumping heap", "trace ", "page trace flush",
 }
 
 // Key is g's number, state and innermost frame: what stays the same from
@@ -185,10 +197,10 @@ func Others() []Goroutine {
 // it waits for) end as they would in real time, instead of being left
 // when the bubble's main goroutine returns, after which synctest advances
 // no clock and calls them deadlocked. It returns those still there at the
-// end of the grace, or at once when they would stop its clock (all
-// blocked, some where synctest does not count them blocked for good: a
-// lock another of them holds); nil at once outside a bubble. It looks
-// after growing sleeps, so a few dumps at most.
+// end of the grace, or when they stop its clock (all blocked, some where
+// synctest does not count them blocked for good: a lock another of them
+// holds) and stay so for a third of a second of wall time; nil at once
+// outside a bubble. It looks after growing sleeps, so a few dumps at most.
 func Linger(grace time.Duration) []Goroutine {
 	if ID() == 0 {
 		return nil
@@ -196,14 +208,75 @@ func Linger(grace time.Duration) []Goroutine {
 	step := 100 * time.Millisecond
 	for waited := time.Duration(0); ; {
 		left := Others()
-		if len(left) == 0 || waited >= grace || Stuck(left) {
+		if len(left) == 0 || waited >= grace {
 			return left
+		}
+		if Stuck(left) {
+			if left, still := stillStuck(left); still {
+				return left
+			}
+			continue // one of them moved: look again
 		}
 		d := min(step, grace-waited)
 		time.Sleep(d)
 		waited += d
 		step *= 2
 	}
+}
+
+// stillStuck looks at the caller's bubble again over about a third of a
+// second of wall time, while its clock stands still, and says whether
+// the goroutines stuck in gs stayed as they were: stuck for good, not a
+// moment's wait that the next look would not see (a lock whose holder
+// the runtime paused, a channel something outside the bubble is about to
+// send on). It returns the last look.
+func stillStuck(gs []Goroutine) ([]Goroutine, bool) {
+	for d := 10 * time.Millisecond; d <= 160*time.Millisecond; d *= 2 {
+		wallPause(d)
+		now := Others()
+		if !Stuck(now) || !slices.Equal(keys(now), keys(gs)) {
+			return now, false
+		}
+		gs = now
+	}
+	return gs, true
+}
+
+func keys(gs []Goroutine) []string {
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = g.Key()
+	}
+	return out
+}
+
+// wall sleeps in wall time for a goroutine in a bubble, where time.Sleep
+// is virtual: a goroutine started at init, outside every bubble, sleeps
+// for it. The caller waits on channels of no bubble, which keeps its
+// bubble's clock still while it does.
+var wall = struct {
+	sync.Mutex
+	sleep chan time.Duration
+	woke  chan struct{}
+}{sleep: make(chan time.Duration), woke: make(chan struct{})}
+
+func init() {
+	go func() {
+		for d := range wall.sleep {
+			time.Sleep(d)
+			wall.woke <- struct{}{}
+		}
+	}()
+}
+
+// wallPause is wallSleep, but where a test steps in.
+var wallPause = wallSleep
+
+func wallSleep(d time.Duration) {
+	wall.Lock()
+	defer wall.Unlock()
+	wall.sleep <- d
+	<-wall.woke
 }
 
 // kept holds, by bubble, what its main goroutine handed over before it

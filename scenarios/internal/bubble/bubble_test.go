@@ -78,6 +78,40 @@ func TestLingerDoesNotSleepOnAStoppedClock(t *testing.T) {
 	})
 }
 
+// A goroutine that waits a moment where synctest cannot tell it is
+// blocked for good (here a channel of no bubble, which something sends on
+// while Linger looks again) stops the clock only for that moment: Linger
+// looks again before it gives up, and then waits for the wind-down.
+func TestLingerLooksAgainBeforeItGivesUp(t *testing.T) {
+	outside := make(chan struct{}) // of no bubble
+	defer func(p func(time.Duration)) { wallPause = p }(wallPause)
+	wallPause = func(d time.Duration) {
+		select {
+		case outside <- struct{}{}:
+		default:
+		}
+		wallSleep(d)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		go func() {
+			<-outside
+			time.Sleep(10 * time.Second)
+		}()
+		for !slices.ContainsFunc(Others(), func(g Goroutine) bool { return g.State == "chan receive" }) {
+			runtime.Gosched()
+		}
+		start := time.Now()
+		assert.Empty(t, Linger(time.Minute))
+		waited := time.Since(start)
+		assert.GreaterOrEqual(t, waited, 10*time.Second)
+		assert.Less(t, waited, time.Minute, "it stops looking once the goroutine ended")
+		select { // the goroutine is still waiting if Linger gave up on it
+		case outside <- struct{}{}:
+		default:
+		}
+	})
+}
+
 func TestStuck(t *testing.T) {
 	durable := Goroutine{State: "chan receive (durable)"}
 	lock := Goroutine{State: "sync.Mutex.Lock"}
@@ -86,6 +120,9 @@ func TestStuck(t *testing.T) {
 	assert.False(t, Stuck([]Goroutine{durable}), "a clock can move past a durable wait")
 	assert.True(t, Stuck([]Goroutine{durable, lock}))
 	assert.False(t, Stuck([]Goroutine{lock, running}), "the holder may be the one running")
+	for _, state := range []string{"GC assist wait", "GC assist marking", "wait for GC cycle", "stopping the world", "GC weak to strong wait"} {
+		assert.False(t, Stuck([]Goroutine{durable, lock, {State: state}}), "%s: it waits for the runtime, which goes on", state)
+	}
 }
 
 // A dump's frames, elided ones and the created-by line read as functions
