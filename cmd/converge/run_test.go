@@ -148,7 +148,7 @@ func scenarioTests(t *testing.T) string {
 			return
 		}
 		testBin = filepath.Join(dir, "converge-scenarios.test")
-		out, err := exec.Command("go", "test", "-c", "-o", testBin, "../../scenarios").CombinedOutput()
+		out, err := exec.Command("go", "test", "-c", "-o", testBin, "./testdata/catalogue").CombinedOutput()
 		if err != nil {
 			buildErr = errors.New(string(out))
 		}
