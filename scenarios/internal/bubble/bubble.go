@@ -234,20 +234,12 @@ func stillStuck(gs []Goroutine) ([]Goroutine, bool) {
 	for d := 10 * time.Millisecond; d <= 160*time.Millisecond; d *= 2 {
 		wallPause(d)
 		now := Others()
-		if !Stuck(now) || !slices.Equal(keys(now), keys(gs)) {
+		if !Stuck(now) || !slices.EqualFunc(now, gs, func(a, b Goroutine) bool { return a.Key() == b.Key() }) {
 			return now, false
 		}
 		gs = now
 	}
 	return gs, true
-}
-
-func keys(gs []Goroutine) []string {
-	out := make([]string, len(gs))
-	for i, g := range gs {
-		out[i] = g.Key()
-	}
-	return out
 }
 
 // wall sleeps in wall time for a goroutine in a bubble, where time.Sleep
