@@ -24,7 +24,7 @@ var inputMutants = []struct {
 	finding             string
 }{
 	{"webapp", "../examples/webapp/scenarios/webapp.yaml", string(webapp.ScaleUpOnly), "consistency Deployment spec.replicas"},
-	{"webapp", "../examples/webapp/scenarios/webapp.yaml", string(webapp.PortOnCreate), "consistency Service spec.ports[*].port"},
+	{"webapp", "../examples/webapp/scenarios/webapp.yaml", string(webapp.PortOnCreate), "recovery Service spec.ports[*].port"},
 	{"mirror", "../examples/mirror/scenarios/mirror.yaml", string(mirror.BugRemovedTargetsKept), "consistency ConfigMap (exists)"},
 	{"mirror", "../examples/mirror/scenarios/mirror.yaml", string(mirror.BugFirstTarget), "verdict invariant no-panic"},
 }

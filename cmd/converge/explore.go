@@ -57,12 +57,14 @@ the schema allows to its spec (bounds, zero, one more and one less, other
 enum values, flipped booleans, optional fields removed and added, list items
 added, removed and reordered, map keys added and removed), each made once
 the references converged, and as many chains of two or three of them, made
-one after another. Each point runs three times: the changes made in the run
+one after another. Each point is one run: the resource created with the
+changes, then changed back as the references ended it, then changed again
 (with one change the schema refuses sent among them, which the server must
-refuse), the resource created with the changes, and the changes made and
-then undone. A correct controller ends the first two alike on the objects
-it writes, ends the third as the references did, and passes all three; the
-scenario's own goal, written for its input, is not judged there. A failing
+refuse), each step once the controller had gone quiet after the one before.
+A correct controller ends the run as it stood before the changes back, on
+the objects it writes; stands before the changes as the references ended;
+and passes. When it had not gone quiet before a step, the three are run
+apart. The scenario's own goal, written for its input, is not judged. A failing
 point is shrunk to the fewest changes, and the numbers closest to the ones
 they replaced, that still fail. The scenario's inputs section pins,
 excludes or adds values by path; fields its own interference writes are
@@ -122,7 +124,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 		}
 		what := "points"
 		if f.inputs {
-			ids, what = ids[:0], "input points (one change or a chain of two or three; two runs each: the resource created with the changes, and the changes and back, read before the back for the changes alone (a third run when the controller had not gone quiet by then); a failing one shrunk)"
+			ids, what = ids[:0], "input points (one change or a chain of two or three; one run each: the resource created with the changes, changed back, then changed again, read before each step (the three runs apart when the controller had not gone quiet by one); a failing one shrunk)"
 			for _, pt := range plan.Inputs {
 				ids = append(ids, pt.ID)
 			}

@@ -101,14 +101,14 @@ budgets: {requests: {patch: 3}}
 }
 
 // Exploring the inputs of a user's scenario (the webapp example's, through
-// its package's tests): every input point runs, two runs each, and the
+// its package's tests): every input point runs, one run each, and the
 // correct operator gives no finding.
 func TestExploreTheInputs(t *testing.T) {
 	tier.Full(t, "it builds the webapp example's tests; zoo's TestExploreInputs explores the same inputs in presubmit")
 	report := t.TempDir()
 	out, err := run(t, "explore", "webapp", "--inputs", "--parallel", "2", "--report", report, "--package", "../../examples/webapp")
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "input points (one change or a chain of two or three; two runs each: the resource created with the changes, and the changes and back, read before the back for the changes alone (a third run when the controller had not gone quiet by then); a failing one shrunk) in 2 processes")
+	assert.Contains(t, out, "input points (one change or a chain of two or three; one run each: the resource created with the changes, changed back, then changed again, read before each step (the three runs apart when the controller had not gone quiet by one); a failing one shrunk) in 2 processes")
 	assert.Contains(t, out, "explored the inputs of webapp")
 	assert.Contains(t, out, "no findings")
 	e, err := explore.ReadExploration(filepath.Join(report, "exploration.json"))

@@ -493,31 +493,43 @@ func (p *Plan) TransitionOf(pt InputPoint, recovery *reports.Result) (*reports.R
 		return nil, false
 	}
 	s := p.Scenario
-	h := recovery.History
-	back := h.Start.Add(time.Duration(pt.At*reports.Duration(len(pt.Writes)) + pt.backAfter(s)))
+	back := recovery.History.Start.Add(time.Duration(pt.At*reports.Duration(len(pt.Writes)) + pt.backAfter(s)))
 	// The writes back are the recovery scenario's last interferences.
-	first := len(s.World.Interference) + len(pt.Writes)
+	own := len(s.World.Interference)
+	first := own + len(pt.Writes)
 	if pt.Refused != nil {
 		first++
 	}
-	wroteBack, changed := false, 0
-	for _, e := range h.Log {
-		n, ok := interferenceOf(e.What)
-		switch {
-		case !ok:
-		case n >= first && e.At.Equal(back):
-			wroteBack = true
-		case n >= len(s.World.Interference) && n < len(s.World.Interference)+len(pt.Writes) && e.At.Before(back):
-			changed++
-		}
-	}
-	if !wroteBack || changed != len(pt.Writes) {
+	log := recovery.History.Log
+	if made(log, first, first+len(pt.Back), back, back) == 0 || made(log, own, own+len(pt.Writes), time.Time{}, back.Add(-1)) != len(pt.Writes) {
 		return nil, false
 	}
-	quietFrom := back.Add(-settleOf(s))
+	return standing(recovery, back, settleOf(s))
+}
+
+// made counts the writes of the interfering actors numbered from from to
+// to (not included) that the log tells were made between at and until,
+// both included (a zero at: from the start).
+func made(log []reports.Entry, from, to int, at, until time.Time) int {
+	count := 0
+	for _, e := range log {
+		if n, ok := interferenceOf(e.What); ok && n >= from && n < to && !e.At.Before(at) && !e.At.After(until) {
+			count++
+		}
+	}
+	return count
+}
+
+// standing is r's run as it stood just before at: its history before at
+// and the objects it held, when no controller's write succeeded within
+// settle before at (the run had gone quiet, as one ends); false when one
+// did. The result has no verdict of its own: r's covers it.
+func standing(r *reports.Result, at time.Time, settle time.Duration) (*reports.Result, bool) {
+	h := r.History
+	quietFrom := at.Add(-settle)
 	var requests []reports.Request
 	for _, q := range h.Requests {
-		if !q.At.Before(back) {
+		if !q.At.Before(at) {
 			continue
 		}
 		if !q.At.Before(quietFrom) && check.SuccessfulWrite(q) {
@@ -525,13 +537,108 @@ func (p *Plan) TransitionOf(pt InputPoint, recovery *reports.Result) (*reports.R
 		}
 		requests = append(requests, q)
 	}
-	n := sort.Search(len(h.Events), func(i int) bool { return !h.Events[i].At.Before(back) })
+	n := sort.Search(len(h.Events), func(i int) bool { return !h.Events[i].At.Before(at) })
 	seen := check.NewSeen(h.Resources)
 	seen.UpTo(h.Events, n)
-	out := &reports.Result{Scenario: recovery.Scenario, Seed: recovery.Seed, Backend: recovery.Backend, Pass: true, Converged: true,
-		Started: recovery.Started, Replay: recovery.Replay}
+	out := &reports.Result{Scenario: r.Scenario, Seed: r.Seed, Backend: r.Backend, Pass: true, Converged: true,
+		Started: r.Started, Replay: r.Replay}
 	out.History = reports.History{Start: h.Start, Requests: requests, Events: h.Events[:n], Resources: h.Resources, End: seen.End()}
 	return out, true
+}
+
+// RoundTrip is the scenario that stands for pt's fresh, recovery and
+// transition runs in one run: the resource created as pt changes it
+// (Fresh); once the controller had the time to act on it, each field pt
+// touches written back as the references ended it (pt.Back), which a
+// correct controller ends as the references did; once it had the time to
+// act on that, pt's changes made again, as Transition makes them, which
+// it ends as it ended the resource created with them. RoundTripOf reads
+// the run at each of these instants. Its goal: every write back and
+// every change made (the generation moved on for each, from where the
+// references ended it), then quiet.
+func (pt InputPoint) RoundTrip(s *scenarios.Scenario) *scenarios.Scenario {
+	out := pt.Fresh(s)
+	out.Name = pointName(s.Name, pt.ID+"-round")
+	out.Description = fmt.Sprintf("%s, created with changes of its input, changed back, then changed again: %s", s.Name, pt.Signature())
+	sel := pt.selector(s)
+	back, first := pt.roundTimes(s)
+	out.World.Interference = slices.Clone(s.World.Interference)
+	for _, w := range pt.Back {
+		out.World.Interference = append(out.World.Interference, w.interference(sel, back))
+	}
+	last := first + pt.At*reports.Duration(len(pt.Writes)-1)
+	for i, w := range pt.Writes {
+		out.World.Interference = append(out.World.Interference, w.interference(sel, first+pt.At*reports.Duration(i)))
+	}
+	if r := pt.Refused; r != nil {
+		// Half a step before the last change, as Transition sends it.
+		in := r.Write.interference(sel, last-pt.At/2)
+		in.Refused = true
+		out.World.Interference = append(out.World.Interference, in)
+	}
+	out.Goal = generationPast(sel, pt.Generation+int64(len(pt.Back)+len(pt.Writes))-1)
+	out.Timing.Deadline = cmp.Or(s.Timing.Deadline, reports.Duration(scenarios.DefaultDeadline)) + last
+	return out
+}
+
+// roundTimes are when pt's round trip writes back, from the run's start,
+// and when it makes its first change: each as long after the step before
+// it as the recovery run waits after its last change (backAfter), the
+// creation taken as a change made when the references converged (pt.At).
+func (pt InputPoint) roundTimes(s *scenarios.Scenario) (back, first reports.Duration) {
+	back = pt.At + pt.backAfter(s)
+	return back, back + pt.backAfter(s)
+}
+
+// RoundTripOf reads pt's round trip run (RoundTrip) as the runs it stands
+// for: fresh, the run as it stood just before its writes back, as the
+// fresh run ends; recovered, just before its first change, as a run
+// changed back to the scenario's input ends; the run itself ends as the
+// transition run does. ok is false when the run cannot stand for them: it
+// failed to run, missed a write back or a change (its goal, counted from
+// the references' generation, held before them), or had not gone quiet
+// for the settle window before one of the two instants. The fresh,
+// recovery and transition runs are then run on their own.
+func (p *Plan) RoundTripOf(pt InputPoint, round *reports.Result) (fresh, recovered *reports.Result, ok bool) {
+	if round == nil || round.Error != "" || len(pt.Back) == 0 {
+		return nil, nil, false
+	}
+	s := p.Scenario
+	back, first := pt.roundTimes(s)
+	start := round.History.Start
+	backAt, firstAt := start.Add(time.Duration(back)), start.Add(time.Duration(first))
+	own := len(s.World.Interference)
+	changes := own + len(pt.Back)
+	log := round.History.Log
+	if made(log, own, changes, backAt, backAt) != len(pt.Back) || made(log, changes, changes+len(pt.Writes), firstAt, time.Time(round.History.Start).Add(time.Duration(round.Simulated))) != len(pt.Writes) {
+		return nil, nil, false
+	}
+	if fresh, ok = standing(round, backAt, settleOf(s)); !ok {
+		return nil, nil, false
+	}
+	if recovered, ok = standing(round, firstAt, settleOf(s)); !ok {
+		return nil, nil, false
+	}
+	return fresh, recovered, true
+}
+
+// RoundTripOutcome judges pt by its round trip run, as InputOutcome does
+// by the runs it stands for (RoundTripOf): by its verdict; by whether it
+// ended as it stood before its writes back, on the objects the controller
+// wrote (Inconsistent); and by whether it stood before its first change as
+// the references ended (Recovered). file is its result file. ok is false
+// when it cannot stand for them: run them, and judge them by InputOutcome.
+func (p *Plan) RoundTripOutcome(pt InputPoint, round *reports.Result, file string) (Outcome, bool) {
+	fresh, recovered, ok := p.RoundTripOf(pt, round)
+	if !ok {
+		return Outcome{}, false
+	}
+	o := Outcome{Point: pt.Point(), Result: file, Replay: round.Replay, Fired: true, Wall: round.Wall}
+	o.Differences = verdictDifferences(round)
+	o.Differences = append(o.Differences, Inconsistent(pt, round, fresh, p.Masks)...)
+	o.Differences = append(o.Differences, p.recovered(pt, recovered, "created with "+pt.Signature()+", then changed back")...)
+	o.Differences = dedupe(o.Differences)
+	return o, true
 }
 
 // interferenceOf reads the index of the interfering actor whose write a
@@ -560,6 +667,12 @@ func generationPast(sel scenarios.Selector, g int64) scenarios.Goal {
 // beyond p's masks, on the objects the controller wrote and the changed
 // resource: what a change and its undoing left behind.
 func (p *Plan) Recovered(pt InputPoint, recovery *reports.Result) []Difference {
+	return p.recovered(pt, recovery, "after "+pt.Signature()+" and back")
+}
+
+// recovered is Recovered, each difference's detail beginning with how:
+// what was done to the resource.
+func (p *Plan) recovered(pt InputPoint, recovery *reports.Result, how string) []Difference {
 	written := writtenBy(recovery)
 	resources := map[string]string{}
 	for kind, res := range resourcesOf(recovery) {
@@ -569,7 +682,7 @@ func (p *Plan) Recovered(pt InputPoint, recovery *reports.Result) []Difference {
 	for _, d := range p.endDifferences(recovery) {
 		if d.Kind == pt.Kind && d.Object == pt.Name || written[resources[d.Kind]+"/"+d.Object] {
 			d.Oracle = OracleRecovery
-			d.Detail = fmt.Sprintf("after %s and back: %s", pt.Signature(), d.Detail)
+			d.Detail = how + ": " + d.Detail
 			out = append(out, d)
 		}
 	}

@@ -217,9 +217,11 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 	return out
 }
 
-// runInput runs pt's fresh and recovery runs, and its transition run
-// when the recovery run cannot stand for it (Plan.TransitionOf), writing
-// their scenario files and results into dir, and judges them.
+// runInput runs pt's round trip (InputPoint.RoundTrip) and judges it;
+// when it cannot stand for pt's other runs (Plan.RoundTripOf), it runs
+// pt's fresh and recovery runs, and its transition run when the recovery
+// run cannot stand for it (Plan.TransitionOf), and judges them. It writes
+// their scenario files and results into dir.
 func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, pt explore.InputPoint, dir, root string) explore.Outcome {
 	t.Helper()
 	run := func(s *scenarios.Scenario) (*reports.Result, string, string, error) {
@@ -235,6 +237,15 @@ func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others m
 		}
 		return res, filepath.Base(path), file, nil
 	}
+	round, result, file, err := run(pt.RoundTrip(plan.Scenario))
+	if err != nil {
+		return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+	}
+	if o, ok := plan.RoundTripOutcome(pt, round, result); ok {
+		o.File = file
+		return o
+	}
+	t.Logf("%s: the round trip cannot stand for the runs of the point (it missed a write, or had not gone quiet before one): running them", pt.ID)
 	fresh, _, _, err := run(pt.Fresh(plan.Scenario))
 	if err != nil {
 		return explore.Outcome{Point: pt.Point(), Error: err.Error()}
@@ -250,6 +261,7 @@ func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others m
 		}
 	}
 	o := plan.InputOutcome(pt, transition, fresh, recovery, result)
+	o.Wall += round.Wall
 	o.File = file
 	return o
 }
