@@ -101,23 +101,31 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	planFile := filepath.Join(p.report, "plan.json")
 	inv.ExplorePlan = planFile
 	fmt.Fprintf(stdout, "exploring %s: reference runs\n", l.Name)
-	if err := runTests(ctx, "the reference runs of "+l.Name, p.tests, base, inv, p.report, stderr); err != nil {
-		return err
+	// The points' processes start beside the reference runs, so that
+	// their start costs no wall time: each waits on its standard input
+	// for its shard, and runs nothing when none comes.
+	shards := startShards(ctx, l.Name, p.tests, base, inv, f.parallel, p.report, stderr)
+	if err := runTests(ctx, "the reference runs of "+l.Name, p.tests, base, inv, nil, p.report, stderr); err != nil {
+		return errors.Join(err, shards.wait(0))
 	}
 	plan, err := explore.ReadPlan(planFile)
 	if err != nil {
-		return err
+		return errors.Join(err, shards.wait(0))
 	}
 	var refs []explore.Outcome
 	if err := readJSON(filepath.Join(p.report, "outcomes-references.json"), &refs); err != nil {
-		return err
+		return errors.Join(err, shards.wait(0))
 	}
 	failing := false
 	for _, o := range refs {
 		failing = failing || len(o.Differences) > 0 || o.Error != ""
 	}
 	var outcomes []explore.Outcome
-	if !failing {
+	if failing {
+		if err := shards.wait(0); err != nil {
+			return err
+		}
+	} else {
 		ids := make([]string, 0, len(plan.Points))
 		for _, pt := range plan.Points {
 			ids = append(ids, pt.ID)
@@ -131,17 +139,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 		}
 		n := min(f.parallel, max(len(ids), 1))
 		fmt.Fprintf(stdout, "%d %s in %d processes\n", len(ids), what, n)
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() {
-				shard := inv
-				shard.ExploreShard = fmt.Sprintf("%d/%d", i, n)
-				errs[i] = runTests(ctx, fmt.Sprintf("the points of %s, shard %s", l.Name, shard.ExploreShard), p.tests, base, shard, p.report, stderr)
-			})
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := shards.wait(n); err != nil {
 			return err
 		}
 		byID := map[string]explore.Outcome{}
@@ -186,10 +184,54 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	return nil
 }
 
+// shardProcesses are the processes that run an exploration's points,
+// started before its plan is written, each waiting for its shard.
+type shardProcesses struct {
+	feeds []*os.File // the write end of each one's standard input
+	errs  []error
+	wg    sync.WaitGroup
+}
+
+// startShards starts parallel processes of the tests with args that run
+// shards of the points of the plan inv names, each told its shard by
+// wait.
+func startShards(ctx context.Context, name string, t *tests, args []string, inv invocation.Invocation, parallel int, report string, stderr io.Writer) *shardProcesses {
+	s := &shardProcesses{errs: make([]error, parallel)}
+	inv.ExploreShard = invocation.ShardFromStdin
+	for i := range parallel {
+		r, w, err := os.Pipe()
+		if err != nil {
+			s.errs[i] = err
+			continue
+		}
+		s.feeds = append(s.feeds, w)
+		s.wg.Go(func() {
+			defer r.Close()
+			s.errs[i] = runTests(ctx, fmt.Sprintf("the points of %s, process %d", name, i+1), t, args, inv, r, report, stderr)
+		})
+	}
+	return s
+}
+
+// wait gives the first n processes shard i of n each, and the others
+// none, then waits for them all.
+func (s *shardProcesses) wait(n int) error {
+	for i, w := range s.feeds {
+		if i < n {
+			// A process that has ended cannot take it: its exit says why,
+			// and its outcomes are missing.
+			_, _ = fmt.Fprintf(w, "%d/%d\n", i, n)
+		}
+		w.Close()
+	}
+	s.wg.Wait()
+	return errors.Join(s.errs...)
+}
+
 // runTests runs the compiled tests with args, doing what, their output
 // into the report folder's log; a failure says why with the output's
-// tail.
-func runTests(ctx context.Context, what string, t *tests, args []string, inv invocation.Invocation, report string, stderr io.Writer) error {
+// tail. stdin, when not nil, is their standard input.
+func runTests(ctx context.Context, what string, t *tests, args []string, inv invocation.Invocation, stdin *os.File, report string, stderr io.Writer) error {
 	logFile, err := os.OpenFile(filepath.Join(report, "scenarios.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -199,6 +241,9 @@ func runTests(ctx context.Context, what string, t *tests, args []string, inv inv
 	cmd := newChild(ctx, what, t.bin, args...)
 	cmd.Dir = t.dir
 	cmd.Env = withInvocation(os.Environ(), inv)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
 	cmd.Stdout = io.MultiWriter(logFile, tail)
 	cmd.Stderr = io.MultiWriter(logFile, tail)
 	if err := cmd.Run(); err != nil {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/sim/simtest/tier"
@@ -120,4 +124,29 @@ func TestExploreTheInputs(t *testing.T) {
 		assert.Equal(t, explore.Input, o.Point.Class)
 		assert.Contains(t, o.Replay, "converge run ")
 	}
+}
+
+// The points' processes start before the plan is written and wait for
+// their shard: those given one run it, the others run nothing, and one
+// that ended before its shard came does not hold the others up.
+func TestShardProcessesWaitForTheirShard(t *testing.T) {
+	dir := t.TempDir()
+	script := `if read -r shard; then echo "$shard" > "shard-$(echo "$shard" | tr / -)"; else mktemp -p . none-XXXXXX; fi`
+	sh := &tests{bin: "/bin/sh", dir: dir}
+	p := startShards(t.Context(), "test", sh, []string{"-c", script}, invocation.Invocation{}, 3, dir, io.Discard)
+	require.NoError(t, p.wait(2))
+	for i := range 2 {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("shard-%d-2", i)))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("%d/2", i), strings.TrimSpace(string(b)))
+	}
+	none, err := filepath.Glob(filepath.Join(dir, "none-*"))
+	require.NoError(t, err)
+	assert.Len(t, none, 1, "the third process was given no shard")
+
+	// Processes that end before their shard comes: wait returns.
+	p = startShards(t.Context(), "test", sh, []string{"-c", "exit 0"}, invocation.Invocation{}, 2, dir, io.Discard)
+	assert.NoError(t, p.wait(2))
+	p = startShards(t.Context(), "test", sh, []string{"-c", "exit 3"}, invocation.Invocation{}, 2, dir, io.Discard)
+	assert.ErrorContains(t, p.wait(0), "exit status 3")
 }

@@ -63,7 +63,8 @@ type Invocation struct {
 	ExploreWithoutFaults bool
 	// ExploreInputs explores the scenario's inputs instead of its faults.
 	ExploreInputs bool
-	// ExploreShard is "i/n": run shard i of n of the plan's points.
+	// ExploreShard is "i/n": run shard i of n of the plan's points; or
+	// ShardFromStdin.
 	ExploreShard string
 	// Shrink names a failing run's result file to shrink instead.
 	Shrink string
@@ -74,6 +75,12 @@ type Invocation struct {
 	// from its module's root.
 	ReplayPackage, ReplayBinary string
 }
+
+// ShardFromStdin as ExploreShard reads the shard from a line of standard
+// input ("i/n") once the test is ready to run it, and runs nothing when the
+// input ends first: a process started before the plan is written, which
+// waits for it.
+const ShardFromStdin = "stdin"
 
 // Default is the invocation of a plain go test.
 func Default() Invocation {
@@ -109,7 +116,7 @@ func fields() []field {
 		{"explore-plan", "with -converge.explore: learn the references and write the plan here, run no point; with -converge.explore-shard, run points of this plan", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExplorePlan) }},
 		{"explore-without-faults", "explore the world of a scenario that has faults, without them", func(i *Invocation) flag.Value { return (*boolValue)(&i.ExploreWithoutFaults) }},
 		{"explore-inputs", "explore the changes of the scenario's custom resources its CRDs allow, instead of faults", func(i *Invocation) flag.Value { return (*boolValue)(&i.ExploreInputs) }},
-		{"explore-shard", "i/n: run shard i (0-based) of n of the plan's points, writing outcomes-i.json into -converge.report", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExploreShard) }},
+		{"explore-shard", "i/n: run shard i (0-based) of n of the plan's points, writing outcomes-i.json into -converge.report; \"stdin\": read i/n from a line of standard input first (none: run nothing)", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExploreShard) }},
 		{"shrink", "shrink the failing run of this result file instead of running the list", func(i *Invocation) flag.Value { return (*stringValue)(&i.Shrink) }},
 		{"replay-package", "the package replay commands give go test, as named from where the run was asked for", func(i *Invocation) flag.Value { return (*stringValue)(&i.ReplayPackage) }},
 		{"replay-binary", "the compiled test binary replay commands run, as named from where the run was asked for", func(i *Invocation) flag.Value { return (*stringValue)(&i.ReplayBinary) }},

@@ -1,6 +1,7 @@
 package scenariotest
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -426,7 +427,15 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		if inv.ExplorePlan == "" {
 			t.Fatal("-converge.explore-shard needs -converge.explore-plan")
 		}
-		i, n, err := ParseShard(inv.ExploreShard)
+		shard := inv.ExploreShard
+		if shard == invocation.ShardFromStdin {
+			line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+			if shard = strings.TrimSpace(line); shard == "" {
+				t.Logf("-converge.explore-shard=%s: no shard given (%v): nothing to run", invocation.ShardFromStdin, err)
+				return
+			}
+		}
+		i, n, err := ParseShard(shard)
 		if err != nil {
 			t.Fatalf("-converge.explore-shard: %v", err)
 		}
