@@ -281,6 +281,11 @@ func plan(list []*scenarios.Scenario, o Options, inv invocation.Invocation) (_ [
 	if !o.Faults {
 		return out, nil, deferred, nil
 	}
+	// Exploring one of them runs none of their fault profiles: each
+	// process of an exploration would build them all for nothing.
+	if inv.Explore != "" && slices.ContainsFunc(out, func(s *scenarios.Scenario) bool { return s.Name == inv.Explore }) {
+		return out, nil, deferred, nil
+	}
 	profiles, err := scenarios.FaultProfiles()
 	if err != nil {
 		return nil, nil, 0, err
