@@ -12,13 +12,12 @@ import (
 )
 
 // DefaultInputShrinkRuns bounds the candidates one input shrinking tries:
-// each is an input point's runs (two, or three when the recovery run
-// cannot stand for the transition).
+// each is an input point's run (its round trip, or its two or three runs
+// apart when the round trip cannot stand for them).
 const DefaultInputShrinkRuns = 12
 
-// InputRun runs an input point (its fresh and recovery runs, and its
-// transition run when the recovery cannot stand for it) and judges it, as
-// InputOutcome does.
+// InputRun runs an input point (its round trip, or its runs apart) and
+// judges it, as RoundTripOutcome or InputOutcome does.
 type InputRun func(pt InputPoint) Outcome
 
 // InputPointOf is the point of the changes cs made to the resource pt

@@ -181,9 +181,9 @@ func found(outcomes []explore.Outcome) bool {
 	return slices.ContainsFunc(outcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 })
 }
 
-// runInputs runs input points of plan, one subtest each (its fresh and
-// recovery runs, and its transition run when the recovery cannot stand for
-// it), and judges each. A point that fails is shrunk
+// runInputs runs input points of plan, one subtest each (its round trip,
+// or its runs apart when the round trip cannot stand for them: runInput),
+// and judges each. A point that fails is shrunk
 // (Plan.ShrinkInput), each candidate a subtest of the point's.
 func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, dir string, first bool) []explore.Outcome {
 	t.Helper()
