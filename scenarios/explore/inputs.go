@@ -606,11 +606,11 @@ func (p *Plan) RoundTripOf(pt InputPoint, round *reports.Result) (fresh, recover
 	s := p.Scenario
 	back, first := pt.roundTimes(s)
 	start := round.History.Start
-	backAt, firstAt := start.Add(time.Duration(back)), start.Add(time.Duration(first))
+	backAt, firstAt, end := start.Add(time.Duration(back)), start.Add(time.Duration(first)), start.Add(time.Duration(round.Simulated))
 	own := len(s.World.Interference)
 	changes := own + len(pt.Back)
 	log := round.History.Log
-	if made(log, own, changes, backAt, backAt) != len(pt.Back) || made(log, changes, changes+len(pt.Writes), firstAt, time.Time(round.History.Start).Add(time.Duration(round.Simulated))) != len(pt.Writes) {
+	if made(log, own, changes, backAt, backAt) != len(pt.Back) || made(log, changes, changes+len(pt.Writes), firstAt, end) != len(pt.Writes) {
 		return nil, nil, false
 	}
 	if fresh, ok = standing(round, backAt, settleOf(s)); !ok {
