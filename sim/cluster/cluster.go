@@ -33,6 +33,7 @@ import (
 
 	"github.com/converge-lab/converge/config"
 	"github.com/converge-lab/converge/sim"
+	"github.com/converge-lab/converge/sim/kwok"
 )
 
 // Config configures the cluster backend.
@@ -144,6 +145,11 @@ func (b *Backend) Start(ctx context.Context) (*sim.Env, error) {
 		return nil, fmt.Errorf("cluster backend: %w", err)
 	}
 	b.ns, b.observer = ns, observer
+	if b.cfg.Kwok {
+		if err := kwok.IsolateRun(ctx, observer, ns); err != nil {
+			return nil, fmt.Errorf("cluster backend: %w", err)
+		}
+	}
 
 	scaler := rest.CopyConfig(admin)
 	scaler.Impersonate = rest.ImpersonationConfig{UserName: config.ScalerUser, Groups: config.ScalerGroups}

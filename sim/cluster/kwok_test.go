@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
@@ -134,6 +135,52 @@ func TestKwokClusterSchedulesAndKeepsNodes(t *testing.T) {
 		pods, err := env.Observer.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 1
 	}, time.Minute, 100*time.Millisecond, "the pods scaled away are deleted by kwok's delete stage, as a kubelet would")
+}
+
+// TestKwokRunPodsStayOnTheRunsNodes leaves a ready, untainted Node of
+// another run on the cluster, as a run stopped while creating its Nodes
+// could: the pods of the next run's Deployment, which says nothing of where
+// they go, all land on that run's own Nodes.
+func TestKwokRunPodsStayOnTheRunsNodes(t *testing.T) {
+	kc := simtest.RequireKwok(t)
+	admin, err := kubernetes.NewForConfig(kc.Config())
+	require.NoError(t, err)
+	ctx := context.Background()
+	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-isolate-left-behind-" + strconv.Itoa(os.Getpid()),
+		Labels: map[string]string{world.LabelRun: "an-earlier-run"}}}
+	_, err = admin.CoreV1().Nodes().Create(ctx, other, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		assert.NoError(t, admin.CoreV1().Nodes().Delete(context.Background(), other.Name, metav1.DeleteOptions{}))
+	})
+	require.Eventually(t, func() bool {
+		n, err := admin.CoreV1().Nodes().Get(ctx, other.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond, "kwok makes the left Node ready, so kube-scheduler could use it")
+
+	_, env := kwokRun(t, "kwok-isolate-")
+	d := placedDeployment(env.Namespace, "anywhere", 6)
+	d.Spec.Template.Spec.NodeSelector, d.Spec.Template.Spec.Tolerations = nil, nil
+	_, err = env.Observer.AppsV1().Deployments(env.Namespace).Create(ctx, d, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := env.Observer.AppsV1().Deployments(env.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+		return err == nil && got.Status.ReadyReplicas == 6
+	}, time.Minute, 100*time.Millisecond, "six pods ready")
+	pods, err := env.Observer.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 6)
+	for _, p := range pods.Items {
+		assert.True(t, strings.HasPrefix(p.Spec.NodeName, env.Namespace+"-node-"), "%s on %q", p.Name, p.Spec.NodeName)
+	}
 }
 
 // TestKwokAPIServerRestart restarts the kwokctl cluster's kube-apiserver

@@ -35,7 +35,11 @@
 //     the same speed, so GC and namespace deletion match (the conformance
 //     table in package sim runs on both and expects the same answers);
 //   - the Nodes of a run are untainted (sim.KwokNodes), so runs on one
-//     cluster go one at a time.
+//     cluster go one at a time; kube-apiserver runs the PodNodeSelector
+//     admission plugin, and IsolateRun makes the pods of a run's
+//     namespace go to that run's Nodes only, so a Node an earlier run left
+//     (or one kube-scheduler still has in its cache after its deletion)
+//     takes none of them.
 //
 // A started cluster is supervised, as envtest's plane is (sim.Supervised):
 // once a second it looks for each component's process, and one that is
@@ -239,6 +243,10 @@ options:
   kubeControllerManagerPort: %d
   kubeSchedulerPort: %d
 componentsPatches:
+- name: kube-apiserver
+  extraArgs:
+  - key: enable-admission-plugins
+    value: PodNodeSelector
 - name: kube-controller-manager
   extraArgs:
   - key: leader-elect

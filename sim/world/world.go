@@ -417,6 +417,13 @@ func (w *World) createNodes(ctx context.Context) error {
 		if w.cfg.Untainted {
 			node.Spec.Taints = nil
 		}
+		// Deleted at the end from before its creation on, even by a world
+		// stopped while starting: a create cut short by the end of ctx may
+		// still have been carried out, and a Node left behind on a shared
+		// cluster takes the pods of later runs.
+		w.mu.Lock()
+		w.created = append(w.created, node.Name)
+		w.mu.Unlock()
 		created, err := w.cfg.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			created, err = w.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
@@ -424,11 +431,6 @@ func (w *World) createNodes(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("world: creating node: %w", err)
 		}
-		// Deleted at the end from its creation on, even by a world
-		// stopped while starting.
-		w.mu.Lock()
-		w.created = append(w.created, node.Name)
-		w.mu.Unlock()
 		if w.cfg.NodesByStage {
 			w.mu.Lock()
 			w.nodes = append(w.nodes, node.Name)

@@ -241,6 +241,41 @@ func TestNodesSurviveAnotherWriter(t *testing.T) {
 	})
 }
 
+// A world stopped while it creates its Nodes, its create of one cut short
+// after the API server carried it out (as a client whose context ends
+// mid-request sees it), leaves no Node behind: on a cluster runs share, a
+// Node left there takes the pods of later runs.
+func TestStoppedWhileCreatingNodesLeavesNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		env, err := b.Start(context.Background())
+		require.NoError(t, err)
+		defer func() { require.NoError(t, b.Stop()) }()
+		cs, err := b.NewClient()
+		require.NoError(t, err)
+		_, ctx := ktesting.NewTestContext(t)
+		ctx, cancel := context.WithCancel(ctx)
+		creates := 0
+		cs.PrependReactor("create", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if creates++; creates < 2 {
+				return false, nil, nil
+			}
+			_, err := env.Observer.CoreV1().Nodes().Create(context.Background(), a.(k8stesting.CreateAction).GetObject().(*corev1.Node), metav1.CreateOptions{})
+			require.NoError(t, err)
+			cancel()
+			return true, nil, context.Canceled
+		})
+		w, err := world.New(world.Config{Client: cs, Namespace: env.Namespace, Nodes: 3, Untainted: true, NodesByStage: true})
+		require.NoError(t, err)
+		require.NoError(t, w.Run(ctx), "a world stopped while starting")
+		assert.Equal(t, 2, creates, "stopped at its second Node")
+		nodes, err := env.Observer.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: world.LabelRun + "=" + env.Namespace})
+		require.NoError(t, err)
+		assert.Empty(t, nodes.Items, "the Node whose create was cut short is deleted too")
+	})
+}
+
 // A Deployment deleted and created again at once under its name gets pods
 // of its own, whatever the world had expected for the one before it.
 func TestRecreatedDeploymentGetsPods(t *testing.T) {
