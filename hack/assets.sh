@@ -30,7 +30,11 @@ if command -v flock >/dev/null; then
 fi
 
 has_version() { # binary, expected text in its --version output
-	[[ -x "$dest/$1" ]] && "$dest/$1" --version 2>/dev/null | grep -qF "$2"
+	# Read whole, not through grep -q: grep would exit at the first line,
+	# and etcd, writing its next, would die of SIGPIPE and fail the check
+	# under pipefail, now and then, so that a built etcd was built again.
+	local version
+	[[ -x "$dest/$1" ]] && version="$("$dest/$1" --version 2>/dev/null)" && [[ "$version" == *"$2"* ]]
 }
 
 build() { # module dir, package, binary, ldflags
