@@ -110,7 +110,8 @@
 //     dropped silently); no periodic watch bookmarks (a server may skip
 //     them); CRD conversion webhooks are refused, versions convert as
 //     None;
-//   - generated names end in a count of writes, not random letters;
+//   - generated names end in a count of the names made from their
+//     generateName, not random letters;
 //     resourceVersions are small decimal integers; a CRD is established in
 //     the same instant it is created;
 //   - garbage collection, namespace deletion and CRD cleanup run without

@@ -85,6 +85,40 @@ func TestResourceVersionsIncreaseOnEveryWrite(t *testing.T) {
 	assert.Equal(t, corev1.PodPending, p.Status.Phase)
 }
 
+// A generated name counts the names made from its generateName, skipping
+// one taken: it does not depend on how many other objects were written
+// before it, as a count of all writes did, so that concurrent creates of
+// other objects leave it alone and a seeded run keeps its names.
+func TestGeneratedNamesCountTheirBase(t *testing.T) {
+	ctx := context.Background()
+	names := func(env *sim.Env, bases ...string) []string {
+		var out []string
+		for _, base := range bases {
+			var p *corev1.Pod
+			var err error
+			if strings.HasSuffix(base, "-") {
+				p, err = env.Observer.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: base}}, metav1.CreateOptions{})
+			} else {
+				p, err = env.Observer.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: base}}, metav1.CreateOptions{})
+			}
+			require.NoError(t, err)
+			if strings.HasSuffix(base, "-") {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+	_, one := start(t)
+	_, other := start(t)
+	first := names(one, "a-", "a-", "b-", "a-")
+	second := names(other, "b-", "a-", "c-", "c-", "a-", "a-")
+	assert.Equal(t, []string{"a-1", "a-2", "b-1", "a-3"}, first)
+	assert.Equal(t, []string{"a-1", "a-2", "a-3"}, []string{second[1], second[4], second[5]}, "the names of a- do not depend on the others'")
+
+	_, taken := start(t)
+	assert.Equal(t, []string{"a-1", "a-2", "a-4"}, names(taken, "a-3", "a-", "a-", "a-"), "a name taken is skipped")
+}
+
 func TestStaleWritesConflict(t *testing.T) {
 	_, env := start(t)
 	ctx := context.Background()

@@ -53,6 +53,14 @@ type store struct {
 	gc        *collector
 	gcStarted bool
 	closed    bool
+	// generated counts the names made from each generateName, by
+	// resource and namespace.
+	generated map[generatedKey]int64
+}
+
+type generatedKey struct {
+	gvr      schema.GroupVersionResource
+	ns, base string
 }
 
 type objKey struct{ ns, name string }
@@ -91,9 +99,28 @@ func newStore(clk clock.PassiveClock, historyLimit int) *store {
 		watchers: map[*watcher]struct{}{},
 		owners:   newOwners(),
 		gc:       newCollector(),
+
+		generated: map[generatedKey]int64{},
 	}
 	s.kinds = newRegistry(s)
 	return s
+}
+
+// generateName names an object of gvr in ns after its generateName base:
+// the base and the count of names made from it so far, skipping one taken.
+// The count is the base's own, not the store's writes, so that an object's
+// name does not depend on the order in which concurrent writers' creates of
+// other objects arrived: a run with a seed draws its faults for the same
+// names (the draws are keyed by name), whatever the goroutines did.
+func (s *store) generateName(gvr schema.GroupVersionResource, ns, base string) string {
+	k := generatedKey{gvr, ns, base}
+	for {
+		s.generated[k]++
+		name := generateName(base, s.generated[k])
+		if _, taken := s.tables[gvr][objKey{ns, name}]; !taken {
+			return name
+		}
+	}
 }
 
 func errStopped() error { return apierrors.NewServiceUnavailable("the fake backend is stopped") }
@@ -343,7 +370,7 @@ func (s *store) createLocked(ctx context.Context, r *resource, ns string, obj ru
 		m.SetNamespace("")
 	}
 	if m.GetName() == "" && m.GetGenerateName() != "" {
-		m.SetName(generateName(m.GetGenerateName(), s.rv+1))
+		m.SetName(s.generateName(r.gvr, ns, m.GetGenerateName()))
 	}
 	if errs := validateCreate(r.groupResource(), m, r.namespaced); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.groupKind(), m.GetName(), errs)

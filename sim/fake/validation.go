@@ -58,8 +58,8 @@ func validateCreate(gr schema.GroupResource, m metav1.Object, namespaced bool) f
 // that with its 5-character suffix the name still fits in a DNS label.
 const maxGeneratedNameLength = 63 - 5
 
-// generateName appends a suffix to base as the API server does, from the
-// write counter rather than at random, so that runs replay.
+// generateName appends a suffix to base as the API server does, from a
+// count rather than at random, so that runs replay.
 func generateName(base string, n int64) string {
 	if len(base) > maxGeneratedNameLength {
 		base = base[:maxGeneratedNameLength]
