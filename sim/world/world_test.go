@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
@@ -71,6 +72,20 @@ func runWorld(t *testing.T, cfg world.Config, stopBackend func() error) (*world.
 		require.NoError(t, stopBackend())
 	})
 	return w, ctx
+}
+
+// fakeWithClient starts a fake backend in the current bubble, stopped when
+// t ends, and returns it with a client of its own, for reactors.
+func fakeWithClient(t *testing.T) (*sim.Env, *k8sfake.Clientset) {
+	t.Helper()
+	b, err := fake.New(fake.Config{})
+	require.NoError(t, err)
+	env, err := b.Start(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Stop()) })
+	cs, err := b.NewClient()
+	require.NoError(t, err)
+	return env, cs
 }
 
 // settle lets virtual time run past the cache-sync poll and every
@@ -202,13 +217,7 @@ func TestScalerConvergesInTheWorld(t *testing.T) {
 // retries, and every Node ends up ready.
 func TestNodesSurviveAnotherWriter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := fake.New(fake.Config{})
-		require.NoError(t, err)
-		env, err := b.Start(context.Background())
-		require.NoError(t, err)
-		defer func() { require.NoError(t, b.Stop()) }()
-		cs, err := b.NewClient()
-		require.NoError(t, err)
+		env, cs := fakeWithClient(t)
 		touched := map[string]bool{}
 		cs.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			name := a.(k8stesting.UpdateAction).GetObject().(*corev1.Node).Name
@@ -247,13 +256,7 @@ func TestNodesSurviveAnotherWriter(t *testing.T) {
 // Node left there takes the pods of later runs.
 func TestStoppedWhileCreatingNodesLeavesNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := fake.New(fake.Config{})
-		require.NoError(t, err)
-		env, err := b.Start(context.Background())
-		require.NoError(t, err)
-		defer func() { require.NoError(t, b.Stop()) }()
-		cs, err := b.NewClient()
-		require.NoError(t, err)
+		env, cs := fakeWithClient(t)
 		_, ctx := ktesting.NewTestContext(t)
 		ctx, cancel := context.WithCancel(ctx)
 		creates := 0
