@@ -23,6 +23,7 @@ import (
 // control plane, as a kind cluster's would be. The same API server then
 // checks the campaign's Job.
 func TestRunOnACluster(t *testing.T) {
+	t.Parallel() // it waits in real time (a control plane, a build): the others need not
 	cp, err := envtest.StartControlPlane(context.Background())
 	if errors.Is(err, envtest.ErrNoAssets) && !envtest.Required() {
 		t.Skipf("SKIPPED (envtest): %v. Set CI=true or CONVERGE_REQUIRE_ENVTEST=1 to make this a failure.", err)
@@ -57,6 +58,7 @@ func TestRunOnACluster(t *testing.T) {
 // runs there (kube-scheduler binding the pods) and deletes it; converge
 // kwok -- CMD hands a cluster to a command and passes its status on.
 func TestRunOnKwok(t *testing.T) {
+	t.Parallel() // it waits in real time (a control plane, a build): the others need not
 	if _, _, err := kwok.Binaries(""); errors.Is(err, kwok.ErrNoBinaries) && !kwok.Required() {
 		t.Skipf("SKIPPED (kwok): %v. Set CI=true or CONVERGE_REQUIRE_KWOK=1 to make this a failure.", err)
 	}

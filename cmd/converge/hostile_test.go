@@ -228,6 +228,7 @@ func TestReplayRunsTheScenarioItHolds(t *testing.T) {
 // limit on open files (two processes side by side need about 22), thirty
 // seeds run.
 func TestManySeedsUnderAFileLimit(t *testing.T) {
+	t.Parallel() // it waits in real time (a control plane, a build): the others need not
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh to set the limit with")
 	}

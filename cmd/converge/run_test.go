@@ -261,6 +261,7 @@ func TestReport(t *testing.T) {
 // TestScenarios calls scenariotest.Run (the mirror example), runs a file
 // against its controller, and replays its result only with its tests.
 func TestRunAUsersTests(t *testing.T) {
+	t.Parallel() // it waits in real time (a control plane, a build): the others need not
 	pkg := "../../examples/mirror"
 	out, err := run(t, "list", "--package", pkg)
 	require.NoError(t, err, out)
