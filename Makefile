@@ -75,22 +75,21 @@ endef
 test: RACE :=
 test-full: RACE := -race
 # The presubmit links its test binaries without the symbol table and DWARF
-# (stack traces read the pclntab, which stays): a third less work per link
-# (the scenarios tests: 17 s of CPU rather than 24), over 40 test binaries.
-# The nightly keeps them, for a debugger.
-test: TESTLD := -ldflags='-s -w'
-test-full: TESTLD :=
-# Nor does the presubmit's compiler write DWARF, in go vet, staticcheck,
-# go test and the go commands the tests start alike (GOFLAGS reaches them
-# all, so they share one build cache): a seventh less of every compile
-# (cmd/converge from an empty cache: 237 s rather than 275).
-test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false)
+# (-s, which implies -w; stack traces read the pclntab, which stays): a
+# third less work per link (the scenarios tests: 17 s of CPU rather than
+# 24), over 40 test binaries and the binaries the tests build (the scenario
+# catalogue's tests, a user's module, the CLI). Nor does its compiler write
+# DWARF, in go vet, staticcheck, go test and the go commands the tests start
+# alike (GOFLAGS reaches them all, so they share one build cache): a
+# seventh less of every compile (cmd/converge from an empty cache: 237 s
+# rather than 275). The nightly keeps both, for a debugger.
+test: export GOFLAGS := $(strip $(GOFLAGS) -gcflags=all=-dwarf=false -ldflags=-s)
 
 test: assets vet ## presubmit (what CI runs): gofmt, go vet, staticcheck and the -short tier, envtest and kwok runs included
-	$(call with-staticcheck,$(GO) test -short -vet=off $(TESTLD) -p $(TESTPARA) -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
+	$(call with-staticcheck,$(GO) test -short -vet=off -p $(TESTPARA) -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(TESTPKGS))
 
 test-full: assets vet ## nightly: gofmt, go vet, staticcheck and every test with the race detector, the full matrix of catalogue, profiles and backends in real time; then make compat
-	$(call with-staticcheck,$(GO) test $(RACE) $(TESTLD) -vet=off -p $(TESTPARA) -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(FULLPKGS))
+	$(call with-staticcheck,$(GO) test $(RACE) -vet=off -p $(TESTPARA) -count=1 -timeout 150m -artifacts -outputdir $(CURDIR)/$(BIN)/test-output $(TESTFLAGS) $(FULLPKGS))
 	hack/compat.sh
 
 compat: assets ## the -short tier against controller-runtime v0.23, v0.24 and v0.25, each with its k8s.io modules; logs in bin/compat
