@@ -50,20 +50,12 @@ TESTPKGS ?= $(PKGS)
 FULLPKGS ?= $(PKGS)
 endif
 
-# with-staticcheck runs its command with staticcheck beside it (the tests
-# in real time leave a core idle much of the time): the command's output
-# streams, and staticcheck's (in bin/staticcheck.log) follows it only when
-# it found something, which fails the target as the command failing does.
-# staticcheck runs at the lowest priority: from an empty cache it is about
-# 200 s of CPU, which the tests' builds would otherwise share the cores
-# with while they keep both busy; niced, it takes the time the tests leave
-# idle as they wait in real time (and does not slow those that do).
+# with-staticcheck runs its command with staticcheck beside it, at the
+# lowest priority while the command runs (hack/with-staticcheck.sh says
+# why and how).
 define with-staticcheck
 	@mkdir -p $(BIN)/test-output
-	@$$(command -v nice >/dev/null && echo nice -n 19) $(MAKE) -s --no-print-directory staticcheck RACE="$(RACE)" >$(BIN)/staticcheck.log 2>&1 & lint=$$!; \
-	echo "$(1)"; $(1); status=$$?; \
-	if ! wait $$lint; then cat $(BIN)/staticcheck.log; echo "staticcheck failed (above; bin/staticcheck.log)"; exit 1; fi; \
-	exit $$status
+	@MAKE="$(MAKE)" RACE="$(RACE)" hack/with-staticcheck.sh $(BIN)/staticcheck.log $(1)
 endef
 
 # go test's own vet is off: vet has run on every package already.
