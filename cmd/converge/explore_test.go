@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,6 +26,7 @@ func TestExploreTheBaseline(t *testing.T) {
 	out, err := run(t, "explore", "baseline", "--parallel", "2", "--report", report, "--test-binary", scenarioTests(t))
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "no findings")
+	assert.Regexp(t, `points per second: [0-9.]+ in all \([0-9]+ in [0-9.]+s, the reference runs and the report included\), [0-9.]+ while the points ran \([0-9.]+s\)\n`, out)
 	e, err := explore.ReadExploration(filepath.Join(report, "exploration.json"))
 	require.NoError(t, err)
 	assert.Empty(t, e.Findings)
@@ -34,6 +36,15 @@ func TestExploreTheBaseline(t *testing.T) {
 	assert.Less(t, e.Coverage.Unfired, e.Coverage.Run/4, "most points meet their moment again")
 	assert.FileExists(t, filepath.Join(report, "index.html"))
 	assert.FileExists(t, filepath.Join(report, "runs", "baseline-p001_fake_1.html"))
+}
+
+// The pace counts the points over the whole exploration and over the
+// points' own time, and only the first where no point ran.
+func TestPace(t *testing.T) {
+	assert.Equal(t, "points per second: 10.0 in all (12 in 1.20s, the reference runs and the report included), 24.0 while the points ran (0.50s)",
+		pace(12, 1200*time.Millisecond, 500*time.Millisecond))
+	assert.Equal(t, "points per second: 0.0 in all (0 in 0.80s, the reference runs and the report included)",
+		pace(0, 800*time.Millisecond, 0))
 }
 
 func TestExploreRefusesAScenarioWithFaults(t *testing.T) {

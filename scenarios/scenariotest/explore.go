@@ -121,14 +121,31 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 	var outcomes []explore.Outcome
 	// More references when they disagree: a controller's own randomness
 	// is learnt before any point is judged.
+	// A round's references run side by side where the controllers allow
+	// it (none is OneAtATime), as the catalogue's runs do: they are the
+	// part of an exploration no point can start before.
+	apart := oneAtATime(c, o.Others)
 	for runs := explore.References(s, seed, max(n, 2)); len(runs) > 0; runs = explore.MoreReferences(s, seed, n, refs, o.Masks) {
-		for _, ref := range runs {
-			t.Run(fmt.Sprintf("reference/seed-%d", ref.Seed), func(t *testing.T) {
-				res := exploreRun(t, ref.Scenario, c, o.Others, ref.Seed, "")
-				file, _ := reports.Write(dir, res)
-				refs = append(refs, res)
-				outcomes = append(outcomes, explore.RefOutcome(res, filepath.Base(file)))
-			})
+		round := make([]*reports.Result, len(runs))
+		files := make([]string, len(runs))
+		t.Run("reference", func(t *testing.T) {
+			for i, ref := range runs {
+				t.Run(fmt.Sprintf("seed-%d", ref.Seed), func(t *testing.T) {
+					if !apart {
+						t.Parallel()
+					}
+					round[i] = exploreRun(t, ref.Scenario, c, o.Others, ref.Seed, "")
+					files[i], _ = reports.Write(dir, round[i])
+				})
+			}
+		})
+		for i, res := range round {
+			if res == nil {
+				t.Error("a reference run returned no result")
+				return nil, nil
+			}
+			refs = append(refs, res)
+			outcomes = append(outcomes, explore.RefOutcome(res, filepath.Base(files[i])))
 		}
 	}
 	plan, err := explore.NewPlan(s, fake.Name, seed, refs, o.Masks)
@@ -501,4 +518,17 @@ func ParseShard(v string) (i, n int, err error) {
 		return 0, 0, fmt.Errorf("%q: want i/n with 0 <= i < n", v)
 	}
 	return i, n, nil
+}
+
+// oneAtATime says whether c or one of others is scenarios.OneAtATime.
+func oneAtATime(c scenarios.Controller, others map[string]scenarios.Controller) bool {
+	if _, ok := c.(scenarios.OneAtATime); ok {
+		return true
+	}
+	for _, o := range others {
+		if _, ok := o.(scenarios.OneAtATime); ok {
+			return true
+		}
+	}
+	return false
 }
