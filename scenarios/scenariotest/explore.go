@@ -66,7 +66,8 @@ type ExploreOptions struct {
 // Each point's scenario is written into o.Dir, and its replay command runs
 // that file through t's top-level test, which must call Run or
 // RunScenarios for it to work (TestScenarios does).
-// Each run is a subtest of t (reference/seed-N, then the points' IDs);
+// Each run is a subtest of t (reference/seed-N, reference-round-K/seed-N
+// when the references disagreed, then the points' IDs);
 // none of them fails t: the findings are returned, and the caller
 // decides.
 func Explore(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o ExploreOptions) *explore.Exploration {
@@ -125,10 +126,14 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 	// it (none is OneAtATime), as the catalogue's runs do: they are the
 	// part of an exploration no point can start before.
 	apart := oneAtATime(c, o.Others)
-	for runs := explore.References(s, seed, max(n, 2)); len(runs) > 0; runs = explore.MoreReferences(s, seed, n, refs, o.Masks) {
+	group := "reference"
+	for k, runs := 1, explore.References(s, seed, max(n, 2)); len(runs) > 0; k, runs = k+1, explore.MoreReferences(s, seed, n, refs, o.Masks) {
+		if k > 1 {
+			group = fmt.Sprintf("reference-round-%d", k)
+		}
 		round := make([]*reports.Result, len(runs))
 		files := make([]string, len(runs))
-		t.Run("reference", func(t *testing.T) {
+		t.Run(group, func(t *testing.T) {
 			for i, ref := range runs {
 				t.Run(fmt.Sprintf("seed-%d", ref.Seed), func(t *testing.T) {
 					if !apart {
