@@ -164,10 +164,18 @@ func TestControllersOutliveAnAPIServerOutage(t *testing.T) {
 	}
 	_, err = client.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// A reflector whose list or watch failed during the outage waits out
+	// client-go's backoff before it lists again: up to 30 s, doubled by
+	// its jitter, so an informer of kube-controller-manager's may learn of
+	// the API server's return a minute after it (one did, in a loaded
+	// run: the ReplicaSet 23 s after the Deployment, no pod a minute
+	// after). Three minutes is that minute for the Deployments' informer
+	// and for the ReplicaSets', one after the other, with a minute to
+	// spare.
 	assert.Eventually(t, func() bool {
 		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=after-outage"})
 		return err == nil && len(pods.Items) == 2
-	}, time.Minute, 100*time.Millisecond, "kube-controller-manager created the pods after the outage")
+	}, 3*time.Minute, 100*time.Millisecond, "kube-controller-manager created the pods after the outage")
 }
 
 // TestStopAllKillsWhatNamesTheFolder: the processes of a cluster this
