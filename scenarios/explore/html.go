@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"html/template"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/converge-lab/converge/reports"
@@ -66,20 +69,30 @@ func (e *Exploration) HTML() (template.HTML, error) {
 // results are: the exploration's section above every run, each run with
 // its page. It returns the index's path.
 func WriteReport(dir string, e *Exploration) (string, error) {
-	var results []*reports.Result
-	for _, o := range e.Outcomes {
-		if o.Result == "" {
-			continue
-		}
-		if r, err := reports.Read(filepath.Join(dir, o.Result)); err == nil {
-			results = append(results, r)
+	var files []string
+	for _, o := range slices.Concat(e.Outcomes, e.ReferenceOutcomes) {
+		if o.Result != "" {
+			files = append(files, filepath.Join(dir, o.Result))
 		}
 	}
-	for _, o := range e.ReferenceOutcomes {
-		if r, err := reports.Read(filepath.Join(dir, o.Result)); err == nil && o.Result != "" {
-			results = append(results, r)
-		}
+	// Read a core's worth at a time, kept in order: the report waits on
+	// them.
+	read := make([]*reports.Result, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for i := range next {
+				read[i], _ = reports.Read(files[i])
+			}
+		})
 	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	results := slices.DeleteFunc(read, func(r *reports.Result) bool { return r == nil })
 	extra, err := e.HTML()
 	if err != nil {
 		return "", err
