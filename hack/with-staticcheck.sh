@@ -27,7 +27,8 @@ lint=("$make" -s --no-print-directory staticcheck RACE="${RACE:-}")
 pid=""
 stop() {
 	if [ -n "$pid" ]; then
-		kill -TERM -- "-$pid" 2>/dev/null
+		# Its session's group under setsid; the process alone without.
+		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 		pid=""
 	fi

@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The HTML report: one self-contained page per run (its charts inline as
@@ -136,25 +137,18 @@ func WriteHTML(dir string, results []*Result, extra template.HTML) (string, erro
 		return "", err
 	}
 	errs := make([]error, len(results)) // by run, so the error reads in order
-	next := make(chan int)
-	var workers sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(results)) {
-		workers.Go(func() {
-			for i := range next {
-				var buf bytes.Buffer
-				if err := RenderRun(&buf, results[i], "../index.html"); err != nil {
-					errs[i] = err
-					continue
-				}
-				errs[i] = writeFile(filepath.Join(dir, RunPageName(results[i])), buf.Bytes())
+	var workers errgroup.Group
+	workers.SetLimit(runtime.GOMAXPROCS(0))
+	for i, r := range results {
+		workers.Go(func() error {
+			var buf bytes.Buffer
+			if errs[i] = RenderRun(&buf, r, "../index.html"); errs[i] == nil {
+				errs[i] = writeFile(filepath.Join(dir, RunPageName(r)), buf.Bytes())
 			}
+			return nil
 		})
 	}
-	for i := range results {
-		next <- i
-	}
-	close(next)
-	workers.Wait()
+	_ = workers.Wait() // each run's error is in errs
 	var buf bytes.Buffer
 	if err := RenderIndex(&buf, results, func(r *Result) string { return filepath.ToSlash(RunPageName(r)) }, extra); err != nil {
 		return "", errors.Join(append(errs, err)...)

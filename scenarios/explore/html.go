@@ -7,8 +7,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/converge-lab/converge/reports"
 )
@@ -78,20 +79,15 @@ func WriteReport(dir string, e *Exploration) (string, error) {
 	// Read a core's worth at a time, kept in order: the report waits on
 	// them.
 	read := make([]*reports.Result, len(files))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(files)) {
-		wg.Go(func() {
-			for i := range next {
-				read[i], _ = reports.Read(files[i])
-			}
+	var readers errgroup.Group
+	readers.SetLimit(runtime.GOMAXPROCS(0))
+	for i, f := range files {
+		readers.Go(func() error {
+			read[i], _ = reports.Read(f) // one unreadable is left out
+			return nil
 		})
 	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	_ = readers.Wait()
 	results := slices.DeleteFunc(read, func(r *reports.Result) bool { return r == nil })
 	extra, err := e.HTML()
 	if err != nil {
