@@ -51,6 +51,14 @@
 // run on it at once; it waits for a component being started again. A run
 // during which one was down gets no verdict.
 //
+// Its ports are ones the kernel gave and Start released for kwokctl, so
+// another process (any outgoing connection of the machine takes such a
+// port) may bind one first: the component whose port it was then exits at
+// once, and the API server never answers. While kwokctl creates the
+// cluster, Start watches for that, gives the create up within a quarter
+// second, and creates the cluster again on other ports (three tries); a
+// presubmit run lost a cluster so, refused for two minutes, before it did.
+//
 // Processes are detached from the test binary: Stop deletes them, StopAll
 // deletes those of every cluster the process has not stopped (simtest.Main
 // calls it as a test binary returns), and Start deletes the clusters of
@@ -194,26 +202,88 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.MkdirAll(root(), 0o700); err != nil {
 		return nil, fmt.Errorf("kwok: %w", err)
 	}
-	workdir, err := os.MkdirTemp(root(), strconv.Itoa(os.Getpid())+"-")
-	if err != nil {
-		return nil, fmt.Errorf("kwok: %w", err)
-	}
 	version, err := exec.CommandContext(ctx, filepath.Join(assets, "kube-apiserver"), "--version").Output()
 	if err != nil {
-		_ = os.RemoveAll(workdir)
 		return nil, fmt.Errorf("kwok: kube-apiserver --version: %w", err)
 	}
 	fields := strings.Fields(string(version)) // "Kubernetes v1.37.2"
 	if len(fields) == 0 {
-		_ = os.RemoveAll(workdir)
 		return nil, fmt.Errorf("kwok: kube-apiserver --version printed nothing")
+	}
+	begin := time.Now()
+	var c *Cluster
+	for attempt := 1; ; attempt++ {
+		c, err = create(ctx, opts, binDir, assets, fields[len(fields)-1])
+		var exited *exitedAtStart
+		if err == nil || !errors.As(err, &exited) || attempt == startAttempts || ctx.Err() != nil {
+			break
+		}
+		klog.Background().Info("kwok: a component exited while the cluster was created; creating it again on other ports",
+			"component", exited.component, "attempt", attempt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.admin, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig()); err != nil {
+		return nil, errors.Join(fmt.Errorf("kwok: %w", err), c.Stop())
+	}
+	if err := c.waitServed(ctx, opts.Wait); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if err := c.waitControllers(ctx, opts.Wait); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if err := c.installStages(ctx, opts.Wait); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	names, err := componentNames(filepath.Join(c.workdir, "clusters", c.name, "kwok.yaml"))
+	if err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	watch, unwatch := context.WithCancel(context.Background())
+	c.unwatch, c.watching = unwatch, make(chan struct{})
+	go c.supervise(watch, names, c.watching)
+	live.add(c)
+	c.Started = time.Since(begin)
+	return c, nil
+}
+
+// startAttempts is how many times Start creates a cluster whose etcd or
+// API server exits while it is created.
+const startAttempts = 3
+
+// exitedAtStart is a create given up because a component exited before
+// the cluster was up: most often one of the ports it was given was taken
+// in between (freePorts releases them for kwokctl to use, and any process
+// of the machine may bind one first), which another create, on other
+// ports, does not meet.
+type exitedAtStart struct {
+	component, log string
+}
+
+func (e *exitedAtStart) Error() string {
+	return fmt.Sprintf("kwok: %s exited while the cluster was created\n%s", e.component, e.log)
+}
+
+// pickPorts is freePorts; a test takes one already bound.
+var pickPorts = freePorts
+
+// create creates a cluster in a folder of its own, on ports free now, and
+// returns once kwokctl has; a component that exits meanwhile ends the
+// create at once with an *exitedAtStart, instead of at kwokctl's wait. On
+// failure the cluster is deleted, and the error quotes the logs of etcd
+// and the API server.
+func create(ctx context.Context, opts Options, binDir, assets, kubeVersion string) (*Cluster, error) {
+	workdir, err := os.MkdirTemp(root(), strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, fmt.Errorf("kwok: %w", err)
 	}
 	// Every port a component listens on comes from the kernel, all held at
 	// once so they differ: kwokctl's own choice walks down from 32767 in
 	// each process, so two clusters created at once (tests in parallel
 	// packages) pick the same ports, and one's clients reach the other's
 	// API server.
-	ports, err := freePorts(6)
+	ports, err := pickPorts(6)
 	if err != nil {
 		_ = os.RemoveAll(workdir)
 		return nil, fmt.Errorf("kwok: %w", err)
@@ -223,7 +293,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		name:    "converge-" + filepath.Base(workdir),
 		kwokctl: filepath.Join(binDir, "kwokctl"),
 		workdir: workdir,
-		env:     append(os.Environ(), "KWOK_WORKDIR="+workdir, "KWOK_KUBE_VERSION="+fields[len(fields)-1]),
+		env:     append(os.Environ(), "KWOK_WORKDIR="+workdir, "KWOK_KUBE_VERSION="+kubeVersion),
 		etcdURL: fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
 	}
 	// Options without a flag: every component listens on loopback only.
@@ -260,8 +330,14 @@ componentsPatches:
 		_ = os.RemoveAll(workdir)
 		return nil, fmt.Errorf("kwok: %w", err)
 	}
-	begin := time.Now()
-	_, err = c.run(ctx, opts.Wait+30*time.Second, "create", "cluster", "--runtime", "binary",
+	watchCtx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		c.watchCreate(watchCtx, abort)
+	}()
+	_, err = c.run(watchCtx, opts.Wait+30*time.Second, "create", "cluster", "--runtime", "binary",
 		"--etcd-binary", filepath.Join(assets, "etcd"),
 		"--kube-apiserver-binary", filepath.Join(assets, "kube-apiserver"),
 		"--kube-controller-manager-binary", filepath.Join(assets, "kube-controller-manager"),
@@ -273,31 +349,49 @@ componentsPatches:
 		"--config", conf,
 		"--kubeconfig", c.Kubeconfig(),
 		"--wait", opts.Wait.String())
-	if err != nil {
-		return nil, errors.Join(err, c.Stop())
+	cause := context.Cause(watchCtx)
+	abort(nil)
+	<-watched
+	if err == nil {
+		return c, nil
 	}
-	if c.admin, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig()); err != nil {
-		return nil, errors.Join(fmt.Errorf("kwok: %w", err), c.Stop())
+	var exited *exitedAtStart
+	if errors.As(cause, &exited) {
+		err = exited
+	} else {
+		err = fmt.Errorf("%w\n%s", err, LogTail(c.logsOf("etcd", "kube-apiserver"), 20))
 	}
-	if err := c.waitServed(ctx, opts.Wait); err != nil {
-		return nil, errors.Join(err, c.Stop())
+	return nil, errors.Join(err, c.Stop())
+}
+
+// watchCreate watches the components kwokctl starts until ctx ends, and
+// aborts the create with an *exitedAtStart when etcd or the API server
+// has exited, or another component because its port was taken: kwokctl
+// would wait for the API server until its deadline, and the rest of the
+// cluster cannot come up without them. A component whose port was taken
+// exits at once; this notices it within a quarter second.
+func (c *Cluster) watchCreate(ctx context.Context, abort context.CancelCauseFunc) {
+	tick := time.NewTicker(250 * time.Millisecond) // polling other processes
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		files, _ := filepath.Glob(filepath.Join(c.workdir, "clusters", c.name, "pids", "*.pid"))
+		for _, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".pid")
+			if c.running(name) {
+				continue
+			}
+			log := filepath.Join(c.workdir, "clusters", c.name, "logs", name+".log")
+			if name == "etcd" || name == "kube-apiserver" || strings.Contains(tailOf(log, 4000), "address already in use") {
+				abort(&exitedAtStart{component: name, log: LogTail([]ComponentLog{{Component: name, Path: log}}, 20)})
+				return
+			}
+		}
 	}
-	if err := c.waitControllers(ctx, opts.Wait); err != nil {
-		return nil, errors.Join(err, c.Stop())
-	}
-	if err := c.installStages(ctx, opts.Wait); err != nil {
-		return nil, errors.Join(err, c.Stop())
-	}
-	names, err := componentNames(filepath.Join(workdir, "clusters", c.name, "kwok.yaml"))
-	if err != nil {
-		return nil, errors.Join(err, c.Stop())
-	}
-	watch, unwatch := context.WithCancel(context.Background())
-	c.unwatch, c.watching = unwatch, make(chan struct{})
-	go c.supervise(watch, names, c.watching)
-	live.add(c)
-	c.Started = time.Since(begin)
-	return c, nil
 }
 
 // Attach reaches a cluster another process started, from its Workdir: its

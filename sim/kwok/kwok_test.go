@@ -2,6 +2,7 @@ package kwok
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -404,4 +405,49 @@ func TestStopAllEndsTheSupervisionFirst(t *testing.T) {
 	assert.Empty(t, processesOf(c.Workdir()))
 	assert.NoDirExists(t, c.Workdir())
 	require.NoError(t, c.Stop(), "a Stop after StopAll is harmless")
+}
+
+// TestACreateWhosePortWasTakenIsMadeAgain: a port that freePorts gave
+// and another process bound before the component did (freePorts releases
+// them for kwokctl) makes that component exit at once. Start notices it
+// while kwokctl still waits, and creates the cluster again on other ports,
+// where it serves. Presubmit takes the API server's port, the full tier
+// etcd's too.
+func TestACreateWhosePortWasTakenIsMadeAgain(t *testing.T) {
+	for _, tc := range []struct {
+		component string
+		port      int // its index in what pickPorts returns
+		full      bool
+	}{
+		{"kube-apiserver", 2, false},
+		{"etcd", 0, true},
+	} {
+		t.Run(tc.component, func(t *testing.T) {
+			if tc.full {
+				tier.Full(t, "a second cluster of its own; presubmit takes the API server's port")
+			}
+			taken, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			defer taken.Close()
+			var picks [][]int
+			pickPorts = func(n int) ([]int, error) {
+				ports, err := freePorts(n)
+				if err == nil && len(picks) == 0 {
+					ports[tc.port] = taken.Addr().(*net.TCPAddr).Port
+				}
+				picks = append(picks, ports)
+				return ports, err
+			}
+			t.Cleanup(func() { pickPorts = freePorts })
+
+			c := startCluster(t)
+			require.Len(t, picks, 2, "the cluster was created again, once")
+			assert.Equal(t, "https://127.0.0.1:"+strconv.Itoa(picks[1][2]), c.Config().Host)
+			client, err := kubernetes.NewForConfig(c.Config())
+			require.NoError(t, err)
+			_, err = client.CoreV1().Namespaces().Create(context.Background(),
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "on-other-ports"}}, metav1.CreateOptions{})
+			require.NoError(t, err, "the cluster made again serves")
+		})
+	}
 }
