@@ -68,6 +68,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -152,8 +154,43 @@ func StartControlPlane(ctx context.Context) (cp *ControlPlane, err error) {
 
 // StartControlPlaneWith is StartControlPlane with options. It returns once
 // kube-controller-manager runs its controllers (see WaitReady).
+//
+// The ports envtest gives etcd and the API server are ones the kernel
+// handed out and envtest released for them, so another process (an
+// outgoing connection takes such a port) may bind one first; the component
+// then exits at once, its log saying that its address is in use. Such a
+// start is made again, on other ports and in a new folder, up to
+// startAttempts times.
 func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	began := time.Now()
+	for attempt := 1; ; attempt++ {
+		cp, err = startPlane(ctx, opts, attempt)
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == startAttempts || ctx.Err() != nil {
+			break
+		}
+		klog.Background().Info("envtest: a component's port was taken while the plane started; starting it again on other ports", "attempt", attempt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp.BootTime = time.Since(began)
+	return cp, nil
+}
+
+// startAttempts is how many times StartControlPlaneWith starts a plane
+// whose component found its port taken.
+const startAttempts = 3
+
+// errPortTaken marks a start that failed because a component's address
+// was in use, as its log says.
+var errPortTaken = errors.New("a component's port was taken")
+
+// apiserverPort is the API server's port for a start's attempt; 0 lets
+// envtest choose one. A test takes one already bound.
+var apiserverPort = func(attempt int) int { return 0 }
+
+// startPlane starts a control plane, once.
+func startPlane(ctx context.Context, opts Options, attempt int) (cp *ControlPlane, err error) {
 	assets, err := FindAssets()
 	if err != nil {
 		return nil, err
@@ -169,7 +206,11 @@ func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane,
 	plane := cp
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("%w\n%s", err, plane.LogTails(tailLines))
+			tails := plane.LogTails(tailLines)
+			if strings.Contains(tails, "address already in use") {
+				err = fmt.Errorf("%w (%w)", err, errPortTaken)
+			}
+			err = fmt.Errorf("%w\n%s", err, tails)
 			_ = plane.Stop()
 		}
 	}()
@@ -202,6 +243,10 @@ func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane,
 			Etcd:      &crenvtest.Etcd{Path: etcd, Out: etcdLog, Err: etcdLog},
 		},
 	}
+	if port := apiserverPort(attempt); port != 0 {
+		cp.env.ControlPlane.APIServer.SecureServing.Address = "127.0.0.1"
+		cp.env.ControlPlane.APIServer.SecureServing.Port = strconv.Itoa(port)
+	}
 	if opts.NoWatchCache {
 		cp.env.ControlPlane.APIServer.Configure().Set("watch-cache", "false")
 	}
@@ -230,7 +275,6 @@ func StartControlPlaneWith(ctx context.Context, opts Options) (cp *ControlPlane,
 	if err := cp.settle(ctx); err != nil {
 		return nil, fmt.Errorf("envtest: the control plane is not ready: %w", err)
 	}
-	cp.BootTime = time.Since(began)
 	return cp, nil
 }
 

@@ -21,3 +21,10 @@ func (cp *ControlPlane) ControllerManagerKubeconfig() string {
 	}
 	return ""
 }
+
+// SetAPIServerPort makes the API server's port, at a start's attempt,
+// port(attempt) (0: envtest's choice) until the test ends.
+func SetAPIServerPort(t interface{ Cleanup(func()) }, port func(attempt int) int) {
+	apiserverPort = port
+	t.Cleanup(func() { apiserverPort = func(int) int { return 0 } })
+}

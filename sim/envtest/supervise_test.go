@@ -2,7 +2,9 @@ package envtest_test
 
 import (
 	"context"
+	"net"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/converge-lab/converge/sim"
 	"github.com/converge-lab/converge/sim/envtest"
 	"github.com/converge-lab/converge/sim/simtest"
+	"github.com/converge-lab/converge/sim/simtest/tier"
 )
 
 // ownPlane is a control plane of the test's own (a component of the
@@ -177,4 +180,27 @@ func TestAFailedStartSaysWhy(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorContains(t, err, "kube-apiserver (")
 	assert.ErrorContains(t, err, "etcd (")
+}
+
+// A port envtest chose and another process bound before the API server
+// did (envtest releases them for it) makes the API server exit at once:
+// the plane is started again, on another port, and serves.
+func TestAStartWhosePortWasTakenIsMadeAgain(t *testing.T) {
+	tier.Full(t, "a plane of its own, started twice")
+	simtest.Require(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	var attempts []int
+	envtest.SetAPIServerPort(t, func(attempt int) int {
+		attempts = append(attempts, attempt)
+		if attempt == 1 {
+			return taken.Addr().(*net.TCPAddr).Port
+		}
+		return 0
+	})
+	cp := ownPlane(t)
+	assert.Equal(t, []int{1, 2}, attempts, "started again, once")
+	assert.NotContains(t, cp.AdminConfig().Host, ":"+strconv.Itoa(taken.Addr().(*net.TCPAddr).Port))
+	runOnce(t, cp)
 }
