@@ -540,7 +540,10 @@ func (cp *ControlPlane) Stop() error {
 		}
 		stop(cp.kcm)
 		stop(cp.apiserver)
-		if cp.env != nil && cp.admin != nil {
+		// Also after a failed start: envtest stops only etcd then, and
+		// the API server's certificates would stay in the temporary
+		// folder, a set for each start made again.
+		if cp.env != nil {
 			errs = append(errs, cp.env.Stop())
 		}
 		stop(cp.etcd)

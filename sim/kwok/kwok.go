@@ -215,10 +215,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	for attempt := 1; ; attempt++ {
 		c, err = create(ctx, opts, binDir, assets, fields[len(fields)-1])
 		var exited *exitedAtStart
-		if err == nil || !errors.As(err, &exited) || attempt == startAttempts || ctx.Err() != nil {
+		if err == nil || !errors.As(err, &exited) || !exited.portTaken || ctx.Err() != nil {
 			break
 		}
-		klog.Background().Info("kwok: a component exited while the cluster was created; creating it again on other ports",
+		if attempt == startAttempts {
+			err = fmt.Errorf("%w\n(ports taken at each of %d attempts)", err, attempt)
+			break
+		}
+		klog.Background().Info("kwok: a component's port was taken while the cluster was created; creating it again on other ports",
 			"component", exited.component, "attempt", attempt)
 	}
 	if err != nil {
@@ -248,21 +252,23 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// startAttempts is how many times Start creates a cluster whose etcd or
-// API server exits while it is created.
+// startAttempts is how many times Start creates a cluster whose
+// component found its port taken.
 const startAttempts = 3
 
 // exitedAtStart is a create given up because a component exited before
-// the cluster was up: most often one of the ports it was given was taken
-// in between (freePorts releases them for kwokctl to use, and any process
-// of the machine may bind one first), which another create, on other
-// ports, does not meet.
+// the cluster was up. portTaken says its log blames its address being in
+// use: one of the ports it was given was taken in between (freePorts
+// releases them for kwokctl to use, and any process of the machine may
+// bind one first, an outgoing connection included), which another create,
+// on other ports, does not meet.
 type exitedAtStart struct {
 	component, log string
+	portTaken      bool
 }
 
 func (e *exitedAtStart) Error() string {
-	return fmt.Sprintf("kwok: %s exited while the cluster was created\n%s", e.component, e.log)
+	return fmt.Sprintf("kwok: %s exited while the cluster was created; the last lines of its log, deleted with the cluster:\n%s", e.component, e.log)
 }
 
 // pickPorts is freePorts; a test takes one already bound.
@@ -270,9 +276,9 @@ var pickPorts = freePorts
 
 // create creates a cluster in a folder of its own, on ports free now, and
 // returns once kwokctl has; a component that exits meanwhile ends the
-// create at once with an *exitedAtStart, instead of at kwokctl's wait. On
-// failure the cluster is deleted, and the error quotes the logs of etcd
-// and the API server.
+// create at once with an *exitedAtStart (see exited), instead of at
+// kwokctl's wait. On failure the cluster is deleted, and the error quotes
+// the logs of etcd and the API server.
 func create(ctx context.Context, opts Options, binDir, assets, kubeVersion string) (*Cluster, error) {
 	workdir, err := os.MkdirTemp(root(), strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
@@ -335,7 +341,19 @@ componentsPatches:
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		c.watchCreate(watchCtx, abort)
+		tick := time.NewTicker(250 * time.Millisecond) // polling other processes
+		defer tick.Stop()
+		for {
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-tick.C:
+			}
+			if e := c.exited(); e != nil {
+				abort(e)
+				return
+			}
+		}
 	}()
 	_, err = c.run(watchCtx, opts.Wait+30*time.Second, "create", "cluster", "--runtime", "binary",
 		"--etcd-binary", filepath.Join(assets, "etcd"),
@@ -352,46 +370,46 @@ componentsPatches:
 	cause := context.Cause(watchCtx)
 	abort(nil)
 	<-watched
-	if err == nil {
-		return c, nil
-	}
 	var exited *exitedAtStart
-	if errors.As(cause, &exited) {
+	if !errors.As(cause, &exited) {
+		exited = c.exited() // in the watch's last quarter second
+	}
+	switch {
+	case exited != nil:
 		err = exited
-	} else {
+	case err == nil:
+		return c, nil
+	default:
 		err = fmt.Errorf("%w\n%s", err, LogTail(c.logsOf("etcd", "kube-apiserver"), 20))
 	}
-	return nil, errors.Join(err, c.Stop())
+	if serr := c.Stop(); serr != nil {
+		if exited != nil {
+			exited.portTaken = false // a cluster not deleted is not created again beside it
+		}
+		return nil, errors.Join(err, fmt.Errorf("kwok: deleting the cluster: %w", serr))
+	}
+	return nil, err
 }
 
-// watchCreate watches the components kwokctl starts until ctx ends, and
-// aborts the create with an *exitedAtStart when etcd or the API server
-// has exited, or another component because its port was taken: kwokctl
-// would wait for the API server until its deadline, and the rest of the
-// cluster cannot come up without them. A component whose port was taken
-// exits at once; this notices it within a quarter second.
-func (c *Cluster) watchCreate(ctx context.Context, abort context.CancelCauseFunc) {
-	tick := time.NewTicker(250 * time.Millisecond) // polling other processes
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+// exited is the first component of a cluster being created whose process
+// is gone, when it is etcd or the API server (the rest of the cluster
+// cannot come up without them, and kwokctl would wait for the API server
+// until its deadline) or one that exited because its port was taken; nil
+// when there is none. A component whose port was taken exits at once.
+func (c *Cluster) exited() *exitedAtStart {
+	files, _ := filepath.Glob(filepath.Join(c.workdir, "clusters", c.name, "pids", "*.pid"))
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".pid")
+		if c.running(name) {
+			continue
 		}
-		files, _ := filepath.Glob(filepath.Join(c.workdir, "clusters", c.name, "pids", "*.pid"))
-		for _, f := range files {
-			name := strings.TrimSuffix(filepath.Base(f), ".pid")
-			if c.running(name) {
-				continue
-			}
-			log := filepath.Join(c.workdir, "clusters", c.name, "logs", name+".log")
-			if name == "etcd" || name == "kube-apiserver" || strings.Contains(tailOf(log, 4000), "address already in use") {
-				abort(&exitedAtStart{component: name, log: LogTail([]ComponentLog{{Component: name, Path: log}}, 20)})
-				return
-			}
+		tail := tailOf(filepath.Join(c.workdir, "clusters", c.name, "logs", name+".log"), 20)
+		taken := strings.Contains(tail, "address already in use")
+		if name == "etcd" || name == "kube-apiserver" || taken {
+			return &exitedAtStart{component: name, log: tail, portTaken: taken}
 		}
 	}
+	return nil
 }
 
 // Attach reaches a cluster another process started, from its Workdir: its

@@ -240,6 +240,10 @@ func TestLogTail(t *testing.T) {
 		"--- kube-apiserver, the last 2 lines of "+kept[1].Path+":\n"+
 		"--- kwok, the last 2 lines of "+kept[2].Path+":\nlast\n", LogTail(kept, 2))
 	assert.Contains(t, LogTail(got[:1], 10), ":\n1\n2\n3\n4\n", "fewer lines than asked: all of them")
+	// An outage quotes lines, not bytes (it quoted the last 20 bytes).
+	assert.Equal(t, "3\n4\n", tailOf(got[0].Path, 2))
+	assert.Equal(t, "last\n", tailOf(got[2].Path, 1))
+	assert.Empty(t, tailOf(filepath.Join(logs, "missing.log"), 2))
 }
 
 // kwokctl's delete SIGKILLs the pid each pid file names, unchecked. A
@@ -324,14 +328,15 @@ func awaitOutages(t *testing.T, c *Cluster, limit time.Duration, done func([]sim
 
 // TestAComponentThatExitsIsStartedAgain: a component of the cluster killed
 // while it serves is an outage, started again with its flags; killing
-// kube-controller-manager and then etcd leaves a cluster that serves.
+// kube-controller-manager, then etcd, then the kwok controller leaves a
+// cluster that serves.
 func TestAComponentThatExitsIsStartedAgain(t *testing.T) {
 	ctx := context.Background()
 	c := startCluster(t)
 	outages, _ := c.Outages()
 	require.Empty(t, outages)
 
-	for i, name := range []string{"kube-controller-manager", "etcd"} {
+	for i, name := range []string{"kube-controller-manager", "etcd", "kwok-controller"} {
 		old := pidOf(t, c, name)
 		require.NoError(t, syscall.Kill(old, syscall.SIGKILL))
 		outages, err := awaitOutages(t, c, 2*time.Minute, func(o []sim.Outage, err error) bool {

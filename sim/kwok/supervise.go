@@ -188,7 +188,7 @@ func (c *Cluster) stopSupervising() {
 }
 
 // componentNames are the names of the cluster's processes, as kwok.yaml
-// lists them.
+// lists them (kwokctl names their binaries, pid files and logs so too).
 func componentNames(file string) ([]string, error) {
 	comps, err := readComponents(file)
 	if err != nil {
@@ -219,9 +219,9 @@ func ofCluster(pid int, workdir string) bool {
 // tailOf is the last n lines of the file at path, "" when it cannot be
 // read.
 func tailOf(path string, n int) string {
-	raw, err := os.ReadFile(path)
+	lines, err := text.LastLines(path, n)
 	if err != nil {
 		return ""
 	}
-	return tail(raw, n)
+	return string(lines)
 }
