@@ -112,6 +112,9 @@
 //     None;
 //   - generated names end in a count of the names made from their
 //     generateName, not random letters;
+//   - uids are version 4 UUIDs drawn from the object's resource,
+//     namespace, name and how many objects were created under that name,
+//     not at random: the same in every run that creates the same objects;
 //     resourceVersions are small decimal integers; a CRD is established in
 //     the same instant it is created;
 //   - garbage collection, namespace deletion and CRD cleanup run without

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -117,6 +118,50 @@ func TestGeneratedNamesCountTheirBase(t *testing.T) {
 
 	_, taken := start(t)
 	assert.Equal(t, []string{"a-1", "a-2", "a-4"}, names(taken, "a-3", "a-", "a-", "a-"), "a name taken is skipped")
+}
+
+// A uid is shaped as an API server's (a version 4 UUID), and, like a
+// generated name, depends on the object's name and how many objects were
+// created under it, not on the other writes: a seeded run keeps its uids
+// whatever order concurrent writers took. Objects share no prefix (one
+// ended in the store's write count: "uid-pods-12"), and an object made
+// again under its name is another uid.
+func TestUIDsAreUUIDsOfTheirObject(t *testing.T) {
+	ctx := context.Background()
+	uids := func(env *sim.Env, names ...string) map[string][]types.UID {
+		out := map[string][]types.UID{}
+		pods := env.Observer.CoreV1().Pods(ns)
+		for _, name := range names {
+			if _, err := pods.Get(ctx, name, metav1.GetOptions{}); err == nil {
+				require.NoError(t, pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+			}
+			p, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			out[name] = append(out[name], p.UID)
+		}
+		return out
+	}
+	_, one := start(t)
+	_, other := start(t)
+	first := uids(one, "a", "b", "a")
+	second := uids(other, "c", "b", "d", "a", "a")
+	assert.Equal(t, first["a"], second["a"], "a's do not depend on the other writes")
+	assert.Equal(t, first["b"], second["b"])
+	assert.NotEqual(t, first["a"][0], first["a"][1], "a made again is another object")
+
+	seen := map[string]bool{}
+	for _, list := range []map[string][]types.UID{first, second} {
+		for _, all := range list {
+			for _, uid := range all {
+				u, err := uuid.Parse(string(uid))
+				require.NoError(t, err, "%q is a UUID", uid)
+				assert.Equal(t, uuid.Version(4), u.Version())
+				assert.Equal(t, uuid.RFC4122, u.Variant())
+				seen[string(uid)[:8]] = true
+			}
+		}
+	}
+	assert.Len(t, seen, 5, "a, a again, b, c and d: five prefixes")
 }
 
 func TestStaleWritesConflict(t *testing.T) {

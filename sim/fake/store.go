@@ -4,6 +4,7 @@ package fake
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -56,6 +58,24 @@ type store struct {
 	// generated counts the names made from each generateName, by
 	// resource and namespace.
 	generated map[generatedKey]int64
+	// created counts the objects created under each name, so that one
+	// made again under a name has a uid of its own (uidOf).
+	created map[createdKey]int64
+}
+
+type createdKey struct {
+	gvr schema.GroupVersionResource
+	objKey
+}
+
+// uidOf is the uid of the nth object created under k: shaped as an API
+// server's (a version 4 UUID) but drawn from k and n, not at random, so
+// that a seeded run keeps its uids whatever order concurrent writers
+// took, and objects share no prefix (a controller may name a child after
+// its owner's uid's first characters).
+func uidOf(k createdKey, n int64) types.UID {
+	data := fmt.Appendf(nil, "%s\x00%s\x00%s\x00%d", k.gvr, k.ns, k.name, n)
+	return types.UID(uuid.NewHash(sha256.New(), uuid.Nil, data, 4).String())
 }
 
 type generatedKey struct {
@@ -101,6 +121,7 @@ func newStore(clk clock.PassiveClock, historyLimit int) *store {
 		gc:       newCollector(),
 
 		generated: map[generatedKey]int64{},
+		created:   map[createdKey]int64{},
 	}
 	s.kinds = newRegistry(s)
 	return s
@@ -378,7 +399,8 @@ func (s *store) createLocked(ctx context.Context, r *resource, ns string, obj ru
 	if err := s.kinds.admitNamespace(r, ns); err != nil {
 		return nil, err
 	}
-	m.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", r.gvr.Resource, s.rv+1)))
+	created := createdKey{r.gvr, objKey{ns, m.GetName()}}
+	m.SetUID(uidOf(created, s.created[created]+1))
 	m.SetCreationTimestamp(metav1.NewTime(s.clock.Now()))
 	m.SetGeneration(1)
 	m.SetDeletionTimestamp(nil)
@@ -409,6 +431,7 @@ func (s *store) createLocked(ctx context.Context, r *resource, ns string, obj ru
 	}
 	m.SetResourceVersion(s.next())
 	s.table(r)[objKey{ns, m.GetName()}] = obj
+	s.created[created]++
 	s.emit(r.gvr, ns, watch.Added, obj, nil)
 	s.kinds.afterWrite(ctx, obj)
 	return obj, nil
