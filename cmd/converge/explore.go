@@ -254,7 +254,7 @@ func runTests(ctx context.Context, what string, t *tests, args []string, inv inv
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
-		return &childError{bin: t.bin, err: err, output: tail.lines}
+		return &childError{bin: t.bin, err: err, output: tail.lines, log: logFile.Name()}
 	}
 	return nil
 }

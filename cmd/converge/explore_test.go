@@ -101,7 +101,12 @@ budgets: {requests: {patch: 3}}
 	require.False(t, r.Pass)
 
 	out, err = run(t, "shrink", result, "--test-binary", scenarioTests(t))
-	require.NoError(t, err, out)
+	if err != nil {
+		// The tail in the error may not reach the failure: the whole
+		// output, which goes with the test's temporary folder.
+		log, _ := os.ReadFile(filepath.Join(report, "scenarios.log"))
+		t.Fatalf("%v\n%s\nthe scenario tests' whole output:\n%s", err, out, log)
+	}
 	assert.Contains(t, out, "to 1 in")
 	assert.Contains(t, out, `"fault":"conflict"`)
 	assert.Contains(t, out, "counted as failing when 3 of its 3 seeded runs failed")

@@ -453,12 +453,17 @@ type childError struct {
 	err      error
 	output   []string
 	sequence int
+	// log is where the whole output is, when it is kept.
+	log string
 }
 
 func (e *childError) Error() string {
 	msg := fmt.Sprintf("the scenario tests (%s) failed: %v", e.bin, e.err)
 	if len(e.output) > 0 {
 		msg += "; their last output:\n  " + strings.Join(e.output, "\n  ")
+	}
+	if e.log != "" {
+		msg += "\nthe whole of it: " + e.log
 	}
 	return msg
 }
