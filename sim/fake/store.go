@@ -430,7 +430,7 @@ func (s *store) createLocked(ctx context.Context, r *resource, ns string, obj ru
 		return obj, nil
 	}
 	m.SetResourceVersion(s.next())
-	s.table(r)[objKey{ns, m.GetName()}] = obj
+	s.table(r)[created.objKey] = obj
 	s.created[created]++
 	s.emit(r.gvr, ns, watch.Added, obj, nil)
 	s.kinds.afterWrite(ctx, obj)

@@ -87,6 +87,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -341,19 +342,14 @@ componentsPatches:
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		tick := time.NewTicker(250 * time.Millisecond) // polling other processes
-		defer tick.Stop()
-		for {
-			select {
-			case <-watchCtx.Done():
-				return
-			case <-tick.C:
-			}
+		// Polling other processes, until one has exited or the create ends.
+		_ = wait.PollUntilContextCancel(watchCtx, 250*time.Millisecond, false, func(context.Context) (bool, error) {
 			if e := c.exited(); e != nil {
 				abort(e)
-				return
+				return true, nil
 			}
-		}
+			return false, nil
+		})
 	}()
 	_, err = c.run(watchCtx, opts.Wait+30*time.Second, "create", "cluster", "--runtime", "binary",
 		"--etcd-binary", filepath.Join(assets, "etcd"),
@@ -403,7 +399,7 @@ func (c *Cluster) exited() *exitedAtStart {
 		if c.running(name) {
 			continue
 		}
-		tail := tailOf(filepath.Join(c.workdir, "clusters", c.name, "logs", name+".log"), 20)
+		tail := tailOf(c.logPath(name), 20)
 		taken := strings.Contains(tail, "address already in use")
 		if name == "etcd" || name == "kube-apiserver" || taken {
 			return &exitedAtStart{component: name, log: tail, portTaken: taken}
@@ -741,6 +737,11 @@ func (c *Cluster) waitControllers(ctx context.Context, limit time.Duration) erro
 		return fmt.Errorf("%w\n%s", err, LogTail(c.logsOf("kube-controller-manager"), 20))
 	}
 	return nil
+}
+
+// logPath is the path of the named component's log.
+func (c *Cluster) logPath(name string) string {
+	return filepath.Join(c.workdir, "clusters", c.name, "logs", name+".log")
 }
 
 // running says whether the named component's process is alive: its pid

@@ -97,7 +97,7 @@ func (c *Cluster) supervise(ctx context.Context, names []string, done chan<- str
 // restartAttempts times; past them the cluster is broken, and every run on
 // it fails at once.
 func (c *Cluster) recover(ctx context.Context, name string) {
-	log := filepath.Join(c.workdir, "clusters", c.name, "logs", name+".log")
+	log := c.logPath(name)
 	o := sim.Outage{Component: name, At: time.Now(), Exit: "its process is gone", Log: log, Tail: tailOf(log, tailLines)}
 	c.smu.Lock()
 	i := len(c.outages)
