@@ -180,6 +180,12 @@ type rolled struct {
 type pending struct {
 	uid              types.UID
 	created, deleted map[string]bool
+	// creating counts the creates on their way: the events of a pod
+	// can come before its create returns, even its deletion's. early
+	// holds the names of the pods of events that came meanwhile, so a
+	// pod already seen, and maybe gone, is not waited for.
+	creating int
+	early    map[string]bool
 }
 
 type key struct {
@@ -374,6 +380,9 @@ func (w *World) podChanged(obj any) {
 		w.mu.Lock()
 		if e := w.pending[owner.Name]; e != nil && e.uid == owner.UID {
 			delete(e.created, p.Name)
+			if e.creating > 0 {
+				e.early[p.Name] = true
+			}
 		}
 		w.mu.Unlock()
 		w.queue.Add(key{"deployment", owner.Name})
@@ -850,13 +859,21 @@ func (w *World) manage(ctx context.Context, d *appsv1.Deployment, hash string, s
 	pods := w.cfg.Client.CoreV1().Pods(w.cfg.Namespace)
 	create := func(n int, t *corev1.PodTemplateSpec, hash string) error {
 		for range n {
+			w.mu.Lock()
+			exp.creating++
+			w.mu.Unlock()
 			p, err := pods.Create(ctx, podFor(d, t, hash), metav1.CreateOptions{})
+			w.mu.Lock()
+			if exp.creating--; err == nil && !exp.early[p.Name] {
+				exp.created[p.Name] = true
+			}
+			if exp.creating == 0 {
+				clear(exp.early)
+			}
+			w.mu.Unlock()
 			if err != nil {
 				return err
 			}
-			w.mu.Lock()
-			exp.created[p.Name] = true
-			w.mu.Unlock()
 		}
 		return nil
 	}
@@ -1133,7 +1150,7 @@ func (w *World) expectations(d *appsv1.Deployment) *pending {
 		if ok {
 			delete(w.rolled, e.uid)
 		}
-		e = &pending{uid: d.UID, created: map[string]bool{}, deleted: map[string]bool{}}
+		e = &pending{uid: d.UID, created: map[string]bool{}, deleted: map[string]bool{}, early: map[string]bool{}}
 		w.pending[d.Name] = e
 	}
 	return e

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
@@ -314,4 +315,75 @@ func TestRecreatedDeploymentGetsPods(t *testing.T) {
 			assert.Equal(t, int32(3), d.Status.ReadyReplicas, "round %d", round)
 		})
 	}
+}
+
+// killedAtCreate is a client whose first pod create, once the server has
+// made the pod, deletes it and lets the world's informer see both events
+// before the create returns: a pod killed behind the world's back while
+// its create was still on its way back, as a busy machine orders it.
+type killedAtCreate struct {
+	kubernetes.Interface
+	killed *bool
+}
+
+func (c killedAtCreate) CoreV1() corev1client.CoreV1Interface {
+	return killedAtCreateCore{c.Interface.CoreV1(), c.killed}
+}
+
+type killedAtCreateCore struct {
+	corev1client.CoreV1Interface
+	killed *bool
+}
+
+func (c killedAtCreateCore) Pods(ns string) corev1client.PodInterface {
+	return killedAtCreatePods{c.CoreV1Interface.Pods(ns), c.killed}
+}
+
+type killedAtCreatePods struct {
+	corev1client.PodInterface
+	killed *bool
+}
+
+func (c killedAtCreatePods) Create(ctx context.Context, p *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error) {
+	out, err := c.PodInterface.Create(ctx, p, opts)
+	if err != nil || *c.killed {
+		return out, err
+	}
+	*c.killed = true
+	synctest.Wait() // the informer has the pod
+	if err := c.PodInterface.Delete(ctx, out.Name, metav1.DeleteOptions{}); err != nil {
+		return nil, err
+	}
+	synctest.Wait() // and has seen it go
+	return out, nil
+}
+
+// A pod whose events (made, then deleted) reach the world before its
+// create returns is not waited for: the Deployment gets another.
+func TestAPodGoneBeforeItsCreateReturnedIsReplaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := fake.New(fake.Config{})
+		require.NoError(t, err)
+		env, err := b.Start(context.Background())
+		require.NoError(t, err)
+		killed := false
+		runWorld(t, world.Config{
+			Client: killedAtCreate{env.Observer, &killed}, Namespace: env.Namespace,
+			Readiness: world.Model{Kind: world.ReadyAfterDelay, Delay: time.Second}, Seed: 7,
+			Scheduler: true, Deployments: true,
+		}, b.Stop)
+		settle()
+		ctx := context.Background()
+		deploys := env.Observer.AppsV1().Deployments(env.Namespace)
+		_, err = deploys.Create(ctx, deployment("web", 1), metav1.CreateOptions{})
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		settle()
+		require.True(t, killed, "the first pod was killed as its create returned")
+		assert.Equal(t, 1, readyCount(pods(t, env.Observer, env.Namespace, "web")), "the Deployment's pods")
+		d, err := deploys.Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, int32(1), d.Status.AvailableReplicas)
+		assert.Equal(t, int32(0), d.Status.UnavailableReplicas)
+	})
 }
