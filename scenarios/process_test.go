@@ -27,7 +27,11 @@ import (
 
 // The scaler binary, out of process through the fault proxy: a crash right
 // after its first write is a real SIGKILL, a new process takes over 3 s
-// later, the world converges, and every process is gone at the end.
+// later, the world converges, and every process is gone at the end. Its
+// pods never become ready, so the scaler has writes to make (2 to 4 to 8)
+// however long its process takes to start: with pods ready 5 s after they
+// were made, a process that a busy machine started later than that found
+// nothing to scale, and the crash never fired.
 func TestOutOfProcessController(t *testing.T) {
 	t.Parallel() // a namespace of its own
 	simtest.Require(t)
@@ -36,7 +40,7 @@ func TestOutOfProcessController(t *testing.T) {
 name: out-of-process-crash
 catches: a binary that does not recover from SIGKILL
 backends: [envtest]
-world: {readiness: {kind: ready-after-delay, delay: 5s}}
+world: {readiness: {kind: never-ready}}
 faults:
   - {fault: crash, target: {verbs: [patch], resource: deployments}, when: {nth: 1}}
 timing: {deadline: 2m, settle: 10s}
@@ -54,8 +58,9 @@ timing: {deadline: 2m, settle: 10s}
 // lists served at the older resourceVersion by the real API server for
 // 2 s), and gets SIGTERM right after its first list of Deployments (which
 // every replacement makes, whatever work is left); a new process takes
-// over each time, kube-scheduler binds and kwok readies the pods, and
-// every process is gone at the end.
+// over each time, kube-scheduler binds and kwok runs the pods (never
+// ready, so that there are writes to make however late a process
+// starts), and every process is gone at the end.
 func TestOutOfProcessControllerOnKwok(t *testing.T) {
 	t.Parallel() // the only run on the test binary's kwokctl cluster
 	kc := simtest.RequireKwok(t)
@@ -64,7 +69,7 @@ func TestOutOfProcessControllerOnKwok(t *testing.T) {
 name: out-of-process-kwok
 catches: a binary that does not recover from SIGKILL or SIGTERM
 backends: [cluster]
-world: {readiness: {kind: ready-after-delay, delay: 5s}}
+world: {readiness: {kind: never-ready}}
 faults:
   - {fault: server-error, code: 503, target: {verbs: [patch], resource: deployments}, when: {nth: 1}}
   - {fault: crash, target: {verbs: [patch], resource: deployments}, when: {nth: 2}}
