@@ -1,6 +1,8 @@
 module github.com/converge-lab/converge
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/chromedp/cdproto v0.159.0

@@ -34,12 +34,12 @@ func copyFixture(t *testing.T, name string) string {
 // that keeps a ConfigMap per Widget and reports Available, `make
 // manifests`), on controller-runtime v0.24.1, one minor behind converge's
 // newest. converge init writes its test and a starter scenario; adding
-// converge keeps the project's Kubernetes modules' versions; and its go
-// test passes, kubebuilder's own envtest suite beside it, with the
-// scaffold's RBAC, CRDs and samples as they are. That go test is of the
-// full tier: it compiles the project's own module graph
-// (controller-runtime v0.24, client-go v0.36) again, some minutes of a
-// cold machine's cores.
+// converge keeps the project's Kubernetes modules' versions and its go line
+// (go 1.26.0, as kubebuilder writes it); and its go test passes,
+// kubebuilder's own envtest suite beside it, with the scaffold's RBAC, CRDs
+// and samples as they are. That go test is of the full tier: it compiles
+// the project's own module graph (controller-runtime v0.24, client-go
+// v0.36) again, some minutes of a cold machine's cores.
 func TestInitOnAKubebuilderProject(t *testing.T) {
 	dir := copyFixture(t, "widgets")
 	root, err := Find(filepath.Join(dir, "internal", "controller"))
@@ -97,6 +97,10 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 		}
 		assert.Equal(t, want, after.versions[path], "adding converge changed %s, which it requires at %q", path, own.versions[path])
 	}
+	// Nor its go line: a go line raised past the project's Go toolchain
+	// makes go download another one, or refuse to build under
+	// GOTOOLCHAIN=local.
+	assert.Equal(t, before.goVersion, after.goVersion, "adding converge changed the project's go line; converge's is go %s", own.goVersion)
 	t.Run("go test", func(t *testing.T) {
 		tier.Full(t, "compiles the project's own module graph")
 		// Built as this binary was (GOFLAGS, from TestMain).
@@ -139,10 +143,12 @@ func TestInitSaysWhatItCannotRead(t *testing.T) {
 	assert.ErrorContains(t, err, "converge init knows the Go layouts")
 }
 
-// modules is the k8s.io and sigs.k8s.io requirements of a go.mod.
+// modules is the k8s.io and sigs.k8s.io requirements of a go.mod, and its
+// go line.
 type modules struct {
-	versions map[string]string
-	lines    []string
+	goVersion string
+	versions  map[string]string
+	lines     []string
 }
 
 func (m modules) String() string { return strings.Join(m.lines, "\n") }
@@ -154,6 +160,9 @@ func kubernetesModules(t *testing.T, root string) modules {
 	f, err := modfile.ParseLax("go.mod", data, nil)
 	require.NoError(t, err)
 	m := modules{versions: map[string]string{}}
+	if f.Go != nil {
+		m.goVersion = f.Go.Version
+	}
 	for _, r := range f.Require {
 		if strings.HasPrefix(r.Mod.Path, "k8s.io/") || strings.HasPrefix(r.Mod.Path, "sigs.k8s.io/") {
 			m.versions[r.Mod.Path] = r.Mod.Version

@@ -34,7 +34,7 @@ func TestScratchModule(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS("testdata/scratch")))
-	goMod := "module example.com/labeler\n\ngo 1.26.8\n\nrequire github.com/converge-lab/converge v0.0.0\n\nreplace github.com/converge-lab/converge => " + root + "\n"
+	goMod := "module example.com/labeler\n\ngo 1.26.0\n\nrequire github.com/converge-lab/converge v0.0.0\n\nreplace github.com/converge-lab/converge => " + root + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(goMod), 0o644))
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	require.NoError(t, err)
