@@ -87,8 +87,17 @@ func Plan(root string) ([]File, []string, error) {
 	}
 	var files []File
 	var notes []string
+	env, err := p.managerEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	if env != nil {
+		for _, u := range env.Unresolved {
+			notes = append(notes, fmt.Sprintf("%s: not set in the test, as %s gives it no value (%s): set it in the test if the operator needs it", strings.SplitN(u, ": ", 2)[0], env.dir, strings.SplitN(u, ": ", 2)[1]))
+		}
+	}
 	for _, pkg := range pkgs {
-		test, err := p.testFile(pkg, sa, rbacDir)
+		test, err := p.testFile(pkg, sa, rbacDir, env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -193,6 +202,34 @@ func subjects(ss []rbacv1.Subject) []string {
 	return out
 }
 
+// managerEnv is the environment config/manager gives the manager's
+// container, when it gives it any; nil when there is no config/manager or
+// no variable. A config/manager that does not parse is an error; one with
+// no workload, or with containers none of which is the manager, is nil.
+func (p *Project) managerEnv() (*managerEnv, error) {
+	dir, ok := p.configDir("manager")
+	if !ok {
+		return nil, nil
+	}
+	env, err := sim.ReadContainerEnv("", filepath.Join(p.Root, dir))
+	switch {
+	case errors.Is(err, sim.ErrNoContainer):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case len(env.Env) == 0 && len(env.Unresolved) == 0:
+		return nil, nil
+	}
+	return &managerEnv{ContainerEnv: env, dir: dir}, nil
+}
+
+// managerEnv is the environment of the manager's container and the folder
+// that gives it, relative to the project's root.
+type managerEnv struct {
+	sim.ContainerEnv
+	dir string
+}
+
 // sample is a sample object and the file holding it.
 type sample struct {
 	file string // relative to the project's root
@@ -273,6 +310,11 @@ func TestMain(m *testing.M) { os.Exit(scenariotest.Main(m)) }
 // the -converge.* flags (or set them in $CONVERGE_FLAGS).
 {{end}}
 func TestScenarios(t *testing.T) {
+{{- with .Env}}{{if .Names}}
+	// The environment {{.Dir}} gives the operator's container
+	// ({{.Names}}), as it has it in its cluster.
+	scenariotest.SetenvFrom(t, {{printf "%q" .Container}}, {{printf "%q" .Path}})
+{{- end}}{{end}}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -308,7 +350,7 @@ func TestScenarios(t *testing.T) {
 type apiImport struct{ Alias, Path string }
 
 // testFile is converge_test.go for pkg.
-func (p *Project) testFile(pkg *Package, sa, rbacDir string) (File, error) {
+func (p *Project) testFile(pkg *Package, sa, rbacDir string, env *managerEnv) (File, error) {
 	var apis []apiImport
 	for _, r := range p.Resources {
 		if r.Path == "" || !strings.HasPrefix(r.Path, p.Module+"/") || slices.ContainsFunc(apis, func(a apiImport) bool { return a.Path == r.Path }) {
@@ -320,11 +362,23 @@ func (p *Project) testFile(pkg *Package, sa, rbacDir string) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
+	var envData map[string]string
+	if env != nil {
+		envRel, err := filepath.Rel(pkg.Dir, env.dir)
+		if err != nil {
+			return File{}, err
+		}
+		var names []string
+		for _, e := range env.Env {
+			names = append(names, e.Name)
+		}
+		envData = map[string]string{"Dir": filepath.ToSlash(env.dir), "Path": filepath.ToSlash(envRel), "Container": env.Container, "Names": strings.Join(names, ", ")}
+	}
 	var b bytes.Buffer
 	err = testTemplate.Execute(&b, map[string]any{
 		"Package": pkg.Name, "ImportPath": pkg.ImportPath, "HasTestMain": pkg.HasTestMain, "APIs": apis,
 		"ScenarioDir": ScenarioDir, "Name": cmpOr(p.Name, pkg.Name), "ServiceAccount": sa,
-		"RBAC": filepath.ToSlash(rel), "Reconcilers": pkg.Reconcilers,
+		"RBAC": filepath.ToSlash(rel), "Reconcilers": pkg.Reconcilers, "Env": envData,
 	})
 	if err != nil {
 		return File{}, err

@@ -31,15 +31,16 @@ func copyFixture(t *testing.T, name string) string {
 
 // TestInitOnAKubebuilderProject is a kubebuilder user's first hour: a
 // project scaffolded by kubebuilder v4 (`init`, `create api`, a reconciler
-// that keeps a ConfigMap per Widget and reports Available, `make
-// manifests`), on controller-runtime v0.24.1, one minor behind converge's
-// newest. converge init writes its test and a starter scenario; adding
-// converge keeps the project's Kubernetes modules' versions and its go line
-// (go 1.26.0, as kubebuilder writes it); and its go test passes,
+// that keeps a ConfigMap per Widget and reports Available, `make manifests`;
+// the reconciler reads a variable that config/manager's Deployment sets, as
+// deploy-image's does), on controller-runtime v0.24.1, one minor behind
+// converge's newest. converge init writes its test and a starter scenario;
+// adding converge keeps the project's Kubernetes modules' versions and its
+// go line (go 1.26.0, as kubebuilder writes it); and its go test passes,
 // kubebuilder's own envtest suite beside it, with the scaffold's RBAC, CRDs
-// and samples as they are. That go test is of the full tier: it compiles
-// the project's own module graph (controller-runtime v0.24, client-go
-// v0.36) again, some minutes of a cold machine's cores.
+// and samples as they are. That go test is of the full tier: it compiles the
+// project's own module graph (controller-runtime v0.24, client-go v0.36)
+// again, some minutes of a cold machine's cores.
 func TestInitOnAKubebuilderProject(t *testing.T) {
 	dir := copyFixture(t, "widgets")
 	root, err := Find(filepath.Join(dir, "internal", "controller"))
@@ -47,7 +48,7 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 	assert.Equal(t, dir, root)
 	files, notes, err := Plan(root)
 	require.NoError(t, err)
-	assert.Empty(t, notes)
+	assert.Equal(t, []string{"POD_NAMESPACE: not set in the test, as config/manager gives it no value (the pod's metadata.namespace): set it in the test if the operator needs it"}, notes)
 	var paths []string
 	for _, f := range files {
 		paths = append(paths, f.Path)
@@ -58,6 +59,10 @@ func TestInitOnAKubebuilderProject(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(scenario), "type: Available", "the kind has conditions and the reconciler sets Available")
 	assert.Contains(t, string(scenario), "kind: ConfigMap", "its role lets it create ConfigMaps: their owner must exist")
+	test, err := os.ReadFile(filepath.Join(root, "internal/controller/converge_test.go"))
+	require.NoError(t, err)
+	assert.Contains(t, string(test), `scenariotest.SetenvFrom(t, "manager", "../../config/manager")`,
+		"the reconciler reads WIDGET_LABEL, which config/manager's Deployment sets")
 	err = Write(root, files)
 	assert.ErrorContains(t, err, "internal/controller/converge_test.go, internal/controller/testdata/converge/widget.yaml already there")
 

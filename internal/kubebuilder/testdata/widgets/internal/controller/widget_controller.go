@@ -18,6 +18,8 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +34,9 @@ import (
 
 	appsv1alpha1 "example.com/widgets/api/v1alpha1"
 )
+
+// labelEnvVar names the label the ConfigMaps get; config/manager sets it.
+const labelEnvVar = "WIDGET_LABEL"
 
 // WidgetReconciler reconciles a Widget object
 type WidgetReconciler struct {
@@ -56,9 +61,13 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if !widget.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	label, ok := os.LookupEnv(labelEnvVar)
+	if !ok {
+		return ctrl.Result{}, fmt.Errorf("unable to find %s environment variable", labelEnvVar)
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: widget.Name + "-config", Namespace: widget.Namespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, cm, func() error {
-		cm.Data = map[string]string{"foo": ptr.Deref(widget.Spec.Foo, "")}
+		cm.Data = map[string]string{"foo": ptr.Deref(widget.Spec.Foo, ""), "label": label}
 		return controllerutil.SetControllerReference(&widget, cm, r.Scheme)
 	}); err != nil {
 		return ctrl.Result{}, err

@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"os"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -71,6 +72,8 @@ var _ = Describe("Widget Controller", func() {
 		})
 		It("should successfully reconcile the resource", func() {
 			By("Reconciling the created resource")
+			Expect(os.Setenv(labelEnvVar, "test")).To(Succeed())
+			DeferCleanup(os.Unsetenv, labelEnvVar)
 			controllerReconciler := &WidgetReconciler{
 				Client: k8sClient,
 				Scheme: k8sClient.Scheme(),
