@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -56,10 +57,30 @@ project.`,
 
 // testDir is the folder of the first test file written.
 func testDir(files []kubebuilder.File) string {
+	var dirs []string
 	for _, f := range files {
 		if filepath.Base(f.Path) == "converge_test.go" {
-			return filepath.ToSlash(filepath.Dir(f.Path))
+			dirs = append(dirs, filepath.ToSlash(filepath.Dir(f.Path)))
 		}
 	}
-	return "..."
+	switch len(dirs) {
+	case 0:
+		return "..."
+	case 1:
+		return dirs[0]
+	}
+	// Several packages (a multigroup project's): their common folder.
+	common := strings.Split(dirs[0], "/")
+	for _, d := range dirs[1:] {
+		parts := strings.Split(d, "/")
+		n := 0
+		for n < len(common) && n < len(parts) && common[n] == parts[n] {
+			n++
+		}
+		common = common[:n]
+	}
+	if len(common) == 0 {
+		return "..."
+	}
+	return strings.Join(common, "/") + "/..."
 }
