@@ -89,7 +89,8 @@ func Plan(root string) ([]File, []string, error) {
 	var notes []string
 	env, err := p.managerEnv()
 	if err != nil {
-		return nil, nil, err
+		// The environment is a help, not what the test needs to start.
+		notes = append(notes, fmt.Sprintf("%v: the test sets no environment from it", err))
 	}
 	if env != nil {
 		for _, u := range env.Unresolved {
@@ -204,8 +205,8 @@ func subjects(ss []rbacv1.Subject) []string {
 
 // managerEnv is the environment config/manager gives the manager's
 // container, when it gives it any; nil when there is no config/manager or
-// no variable. A config/manager that does not parse is an error; one with
-// no workload, or with containers none of which is the manager, is nil.
+// no variable, or none of its workloads' containers is the manager. A
+// config/manager it cannot read is an error.
 func (p *Project) managerEnv() (*managerEnv, error) {
 	dir, ok := p.configDir("manager")
 	if !ok {

@@ -142,6 +142,19 @@ func TestInitSaysWhatItCannotRead(t *testing.T) {
 	_, _, err = Plan(dir)
 	assert.ErrorContains(t, err, "no config/rbac under "+dir)
 
+	// config/manager is read for the environment only: when it cannot be,
+	// the test is written, without it, and a note says why.
+	dir = copyFixture(t, "widgets")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config", "manager", "kustomization.yaml"), []byte("resources:\n- https://example.com/manager.yaml\n"), 0o644))
+	files, notes, err := Plan(dir)
+	require.NoError(t, err)
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "config/manager")
+	assert.Contains(t, notes[0], "https://example.com/manager.yaml")
+	assert.Contains(t, notes[0], ": the test sets no environment from it")
+	require.NotEmpty(t, files)
+	assert.NotContains(t, string(files[0].Data), "SetenvFrom")
+
 	dir = copyFixture(t, "widgets")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ProjectFile), []byte("layout:\n- helm.kubebuilder.io/v1\n"), 0o644))
 	_, _, err = Plan(dir)
