@@ -34,11 +34,20 @@ type ContainerEnv struct {
 	// an earlier one of the same name, as the kubelet does.
 	Env []EnvVar
 	// Unresolved are the variables the manifests do not give a value
-	// for, each with why: a value from the pod (fieldRef,
-	// resourceFieldRef), or from a ConfigMap or Secret that is not among
-	// the manifests.
-	Unresolved []string
+	// for: a value from the pod (fieldRef, resourceFieldRef), or from a
+	// ConfigMap or Secret that is not among the manifests.
+	Unresolved []UnresolvedVar
 }
+
+// UnresolvedVar is a variable of a container that its manifests give no
+// value for, and why.
+type UnresolvedVar struct {
+	// Name is the variable's name, or for an envFrom source that is not
+	// among the manifests, its prefix followed by "*".
+	Name, Why string
+}
+
+func (u UnresolvedVar) String() string { return u.Name + ": " + u.Why }
 
 // ReadContainerEnv reads the Deployments, StatefulSets and DaemonSets of
 // paths (files, folders or kustomizations, as ReadRBAC: a kubebuilder
@@ -140,16 +149,16 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 			if len(msgs) > 0 {
 				why = strings.Join(msgs, "; ")
 			}
-			out.Unresolved = append(out.Unresolved, fmt.Sprintf("%q: not a variable a process can have: %s", name, why))
+			out.Unresolved = append(out.Unresolved, UnresolvedVar{Name: name, Why: "not a variable a process can have: " + why})
 			return
 		}
 		out.Env = slices.DeleteFunc(out.Env, func(e EnvVar) bool { return e.Name == name })
 		out.Env = append(out.Env, EnvVar{Name: name, Value: value})
-		out.Unresolved = slices.DeleteFunc(out.Unresolved, func(u string) bool { return strings.HasPrefix(u, name+": ") })
+		out.Unresolved = slices.DeleteFunc(out.Unresolved, func(u UnresolvedVar) bool { return u.Name == name })
 	}
 	unresolved := func(name, why string) {
 		out.Env = slices.DeleteFunc(out.Env, func(e EnvVar) bool { return e.Name == name })
-		out.Unresolved = append(out.Unresolved, name+": "+why)
+		out.Unresolved = append(out.Unresolved, UnresolvedVar{Name: name, Why: why})
 	}
 	for _, from := range c.EnvFrom {
 		var key string
@@ -165,7 +174,7 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 		data, ok := maps[key]
 		if !ok {
 			if optional == nil || !*optional {
-				out.Unresolved = append(out.Unresolved, fmt.Sprintf("%s*: every key of %s, which is not in the manifests", from.Prefix, key))
+				out.Unresolved = append(out.Unresolved, UnresolvedVar{Name: from.Prefix + "*", Why: "every key of " + key + ", which is not in the manifests"})
 			}
 			continue
 		}

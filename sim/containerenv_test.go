@@ -108,9 +108,9 @@ configMapGenerator:
 		{Name: "LEVEL", Value: "debug"},
 		{Name: "TOKEN", Value: "s3cret"},
 	}, env.Env, "envFrom first, env after it and over it")
-	assert.Equal(t, []string{
-		"WATCH_NAMESPACE: the pod's metadata.namespace",
-		"MISSING: key x of ConfigMap elsewhere, which is not in the manifests",
+	assert.Equal(t, []sim.UnresolvedVar{
+		{Name: "WATCH_NAMESPACE", Why: "the pod's metadata.namespace"},
+		{Name: "MISSING", Why: "key x of ConfigMap elsewhere, which is not in the manifests"},
 	}, env.Unresolved)
 
 	other, err := sim.ReadContainerEnv("kube-rbac-proxy", filepath.Join(dir, "manager.yaml"))
@@ -147,8 +147,9 @@ func TestReadContainerEnvSaysWhatItCannotRead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []sim.EnvVar{{Name: "OK", Value: "fine"}}, env.Env)
 	require.Len(t, env.Unresolved, 2)
-	assert.Contains(t, env.Unresolved[0], `"A=B": not a variable a process can have: a valid environment variable name must consist of`)
-	assert.Equal(t, `"NUL": not a variable a process can have: its value holds a NUL byte`, env.Unresolved[1])
+	assert.Equal(t, "A=B", env.Unresolved[0].Name)
+	assert.Contains(t, env.Unresolved[0].Why, "not a variable a process can have: a valid environment variable name must consist of")
+	assert.Equal(t, sim.UnresolvedVar{Name: "NUL", Why: "not a variable a process can have: its value holds a NUL byte"}, env.Unresolved[1])
 
 	_, err = sim.ReadContainerEnv("", filepath.Join(t.TempDir(), "absent"))
 	assert.ErrorContains(t, err, "absent")

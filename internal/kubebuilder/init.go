@@ -94,7 +94,7 @@ func Plan(root string) ([]File, []string, error) {
 	}
 	if env != nil {
 		for _, u := range env.Unresolved {
-			notes = append(notes, fmt.Sprintf("%s: not set in the test, as %s gives it no value (%s): set it in the test if the operator needs it", strings.SplitN(u, ": ", 2)[0], env.dir, strings.SplitN(u, ": ", 2)[1]))
+			notes = append(notes, fmt.Sprintf("%s: not set in the test, as %s gives it no value (%s): set it in the test if the operator needs it", u.Name, env.dir, u.Why))
 		}
 	}
 	for _, pkg := range pkgs {

@@ -47,7 +47,11 @@ func SetenvFrom(t testing.TB, container string, paths ...string) {
 		fmt.Fprintf(&b, " kept as the process has them: %s;", strings.Join(kept, ", "))
 	}
 	if len(env.Unresolved) > 0 {
-		fmt.Fprintf(&b, " not set, the manifests give no value: %s;", strings.Join(env.Unresolved, "; "))
+		var un []string
+		for _, u := range env.Unresolved {
+			un = append(un, u.String())
+		}
+		fmt.Fprintf(&b, " not set, the manifests give no value: %s;", strings.Join(un, "; "))
 	}
 	if len(set)+len(kept)+len(env.Unresolved) == 0 {
 		b.WriteString(" none;")
