@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -71,7 +72,7 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 	}
 	var (
 		workloads []workload
-		maps      = map[string]map[string]string{} // "ConfigMap name" and "Secret name": data
+		sources   = map[string]map[string]string{} // "ConfigMap name" and "Secret name": data
 	)
 	for _, d := range docs {
 		var tm metav1.TypeMeta
@@ -90,7 +91,7 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 			if err := yaml.Unmarshal(d.Raw, &cm); err != nil {
 				return ContainerEnv{}, fmt.Errorf("environment: %s, document %d: %w", d.Source, d.N, err)
 			}
-			maps["ConfigMap "+cm.Name] = cm.Data
+			sources["ConfigMap "+cm.Name] = cm.Data
 		case "Secret":
 			var s corev1.Secret
 			if err := yaml.Unmarshal(d.Raw, &s); err != nil {
@@ -103,7 +104,7 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 			for k, v := range s.StringData {
 				data[k] = v
 			}
-			maps["Secret "+s.Name] = data
+			sources["Secret "+s.Name] = data
 		}
 	}
 
@@ -171,19 +172,14 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 		default:
 			continue
 		}
-		data, ok := maps[key]
+		data, ok := sources[key]
 		if !ok {
 			if optional == nil || !*optional {
 				out.Unresolved = append(out.Unresolved, UnresolvedVar{Name: from.Prefix + "*", Why: "every key of " + key + ", which is not in the manifests"})
 			}
 			continue
 		}
-		keys := make([]string, 0, len(data))
-		for k := range data {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
 			set(from.Prefix+k, data[k])
 		}
 	}
@@ -199,7 +195,7 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 				r := v.SecretKeyRef
 				key, item, optional = "Secret "+r.Name, r.Key, r.Optional
 			}
-			if value, ok := maps[key][item]; ok {
+			if value, ok := sources[key][item]; ok {
 				set(e.Name, value)
 			} else if optional == nil || !*optional {
 				unresolved(e.Name, fmt.Sprintf("key %s of %s, which is not in the manifests", item, key))
