@@ -53,11 +53,12 @@ func (u UnresolvedVar) String() string { return u.Name + ": " + u.Why }
 // ReadContainerEnv reads the Deployments, StatefulSets and DaemonSets of
 // paths (files, folders or kustomizations, as ReadRBAC: a kubebuilder
 // project's config/manager) and returns the environment of the container
-// named container. With container "", the only container of the only
-// workload, or else the only container named "manager". Values from a
-// ConfigMap or Secret are read from the manifests' own (a kustomize
+// named container. With container "", the container named "manager", or
+// else the only container of the only workload. Values from a ConfigMap or
+// Secret are read from the manifests' own (a kustomize
 // configMapGenerator's included); $(NAME) in a value is expanded from the
-// variables before it, as the kubelet does.
+// variables before it, as the kubelet does. With no workload, or no such
+// container, the error is ErrNoContainer; with two, an error naming both.
 func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 	docs, err := readPaths(paths)
 	if err != nil {
