@@ -342,10 +342,9 @@ func readPaths(paths []string) ([]manifest.Doc, error) {
 		if err != nil {
 			return nil, err
 		}
-		rel := strings.TrimPrefix(filepath.ToSlash(abs), "/")
-		docs, err := manifest.Read(userfile.FS("/"), rel, manifestLimits)
+		docs, err := manifest.Read(userfile.FS("/"), strings.TrimPrefix(filepath.ToSlash(abs), "/"), manifestLimits)
 		if err != nil {
-			return nil, rootedError{err: err, top: strings.SplitAfter(rel, "/")[0]}
+			return nil, err
 		}
 		for i := range docs {
 			docs[i].Source = "/" + docs[i].Source
@@ -353,40 +352,6 @@ func readPaths(paths []string) ([]manifest.Doc, error) {
 		out = append(out, docs...)
 	}
 	return out, nil
-}
-
-// rootedError is an error of a read through the file system rooted at
-// "/", whose names lack that "/" ("tmp/p/config/rbac"): it gives them back
-// their "/" where a name under top begins, so that the user reads the
-// paths they gave.
-type rootedError struct {
-	err error
-	top string // the paths' first element, with its "/"
-}
-
-func (e rootedError) Unwrap() error { return e.err }
-
-func (e rootedError) Error() string {
-	msg := e.err.Error()
-	var b strings.Builder
-	for {
-		i := strings.Index(msg, e.top)
-		if i < 0 || e.top == "" || e.top == "/" {
-			b.WriteString(msg)
-			return b.String()
-		}
-		b.WriteString(msg[:i])
-		if i == 0 || !isPathByte(msg[i-1]) {
-			b.WriteByte('/')
-		}
-		b.WriteString(e.top)
-		msg = msg[i+len(e.top):]
-	}
-}
-
-// isPathByte: c may be part of a path's element or separator.
-func isPathByte(c byte) bool {
-	return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // WaitEffective returns once the API server's authorizer lets the identity
