@@ -144,23 +144,27 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 		return ContainerEnv{}, fmt.Errorf("environment: %w: %s not in %s, which hold %s", ErrNoContainer, want, strings.Join(paths, ", "), strings.Join(found, "; "))
 	}
 
-	set := func(name, value string) {
-		if msgs := validation.IsEnvVarName(name); len(msgs) > 0 || strings.ContainsRune(value, 0) {
-			out.Env = slices.DeleteFunc(out.Env, func(e EnvVar) bool { return e.Name == name })
-			why := "its value holds a NUL byte"
-			if len(msgs) > 0 {
-				why = strings.Join(msgs, "; ")
-			}
-			out.Unresolved = append(out.Unresolved, UnresolvedVar{Name: name, Why: "not a variable a process can have: " + why})
-			return
-		}
+	// A variable's last source wins, as in the kubelet: drop what an
+	// earlier one gave.
+	drop := func(name string) {
 		out.Env = slices.DeleteFunc(out.Env, func(e EnvVar) bool { return e.Name == name })
-		out.Env = append(out.Env, EnvVar{Name: name, Value: value})
 		out.Unresolved = slices.DeleteFunc(out.Unresolved, func(u UnresolvedVar) bool { return u.Name == name })
 	}
 	unresolved := func(name, why string) {
-		out.Env = slices.DeleteFunc(out.Env, func(e EnvVar) bool { return e.Name == name })
+		drop(name)
 		out.Unresolved = append(out.Unresolved, UnresolvedVar{Name: name, Why: why})
+	}
+	set := func(name, value string) {
+		if msgs := validation.IsEnvVarName(name); len(msgs) > 0 {
+			unresolved(name, "not a variable a process can have: "+strings.Join(msgs, "; "))
+			return
+		}
+		if strings.ContainsRune(value, 0) {
+			unresolved(name, "not a variable a process can have: its value holds a NUL byte")
+			return
+		}
+		drop(name)
+		out.Env = append(out.Env, EnvVar{Name: name, Value: value})
 	}
 	for _, from := range c.EnvFrom {
 		var key string
@@ -176,7 +180,7 @@ func ReadContainerEnv(container string, paths ...string) (ContainerEnv, error) {
 		data, ok := sources[key]
 		if !ok {
 			if optional == nil || !*optional {
-				out.Unresolved = append(out.Unresolved, UnresolvedVar{Name: from.Prefix + "*", Why: "every key of " + key + ", which is not in the manifests"})
+				unresolved(from.Prefix+"*", "every key of "+key+", which is not in the manifests")
 			}
 			continue
 		}
