@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,13 +241,12 @@ func withInvocation(env []string, inv invocation.Invocation) []string {
 // scenarios, unless the caller's environment sets one: a run is short and
 // allocates much, and collecting a quarter as often takes a fifth off its
 // CPU for a few tens of megabytes more.
-const childGOGC = "400"
+const childGOGC = 400
 
 // childEnv is the environment of a process that runs scenarios: GOGC at
 // childGOGC, and, so that a large scenario's heap does not grow five-fold
-// with it, GOMEMLIMIT at a quarter of the machine's memory shared among
-// the processes side by side (at least 1 GiB); either left as the caller
-// set it.
+// with it, GOMEMLIMIT at memLimit's share for one of the processes side by
+// side; either left as the caller set it.
 func childEnv(env []string, parallel int) []string {
 	var gogc, limit bool
 	for _, e := range env {
@@ -255,12 +255,35 @@ func childEnv(env []string, parallel int) []string {
 	}
 	out := slices.Clip(env)
 	if !gogc {
-		out = append(out, "GOGC="+childGOGC)
+		out = append(out, "GOGC="+strconv.Itoa(childGOGC))
 	}
-	if total := memTotal(); !limit && total > 0 {
-		out = append(out, fmt.Sprintf("GOMEMLIMIT=%dMiB", max(total/4/uint64(max(parallel, 1)), 1<<30)>>20))
+	if l := memLimit(parallel); !limit && l > 0 {
+		out = append(out, fmt.Sprintf("GOMEMLIMIT=%dMiB", l>>20))
 	}
 	return out
+}
+
+// collectLess gives this process what childEnv gives its children, unless
+// its own environment says otherwise: a report at the end of a campaign
+// or an exploration reads every run's result.
+func collectLess() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(childGOGC)
+	}
+	if l := memLimit(1); os.Getenv("GOMEMLIMIT") == "" && l > 0 {
+		debug.SetMemoryLimit(int64(l))
+	}
+}
+
+// memLimit is one of parallel processes' share of a quarter of the
+// machine's memory, at least 1 GiB; 0 where the machine's memory is not
+// known.
+func memLimit(parallel int) uint64 {
+	total := memTotal()
+	if total == 0 {
+		return 0
+	}
+	return max(total/4/uint64(max(parallel, 1)), 1<<30)
 }
 
 // memTotal is the machine's memory in bytes, 0 where /proc/meminfo does

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/reports"
 )
 
@@ -382,4 +383,27 @@ func TestSharedLogKeepsLinesWhole(t *testing.T) {
 		require.Len(t, l, 50)
 		assert.Equal(t, strings.Repeat(l[:1], 50), l)
 	}
+}
+
+// An exploration's and a shrinking's processes get childEnv's collector
+// too: runTests starts them with it, and the caller's GOGC wins.
+func TestRunTestsCollectsLess(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tests.sh")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\necho \"GOGC=$GOGC GOMEMLIMIT=$GOMEMLIMIT\" > \"$0.env\"\n"), 0o755))
+	tt := &tests{bin: bin, dir: dir}
+	read := func() string {
+		b, err := os.ReadFile(bin + ".env")
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	require.NoError(t, runTests(t.Context(), "a test", tt, nil, invocation.Invocation{}, nil, 3, dir, io.Discard))
+	got := read()
+	assert.Contains(t, got, "GOGC=400 ")
+	if memTotal() > 0 {
+		assert.Regexp(t, `GOMEMLIMIT=[0-9]+MiB$`, got)
+	}
+	t.Setenv("GOGC", "75")
+	require.NoError(t, runTests(t.Context(), "a test", tt, nil, invocation.Invocation{}, nil, 3, dir, io.Discard))
+	assert.Contains(t, read(), "GOGC=75 ")
 }

@@ -105,7 +105,8 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	// their start costs no wall time: each waits on its standard input
 	// for its shard, and runs nothing when none comes.
 	shards := startShards(ctx, l.Name, p.tests, base, inv, f.parallel, p.report, stderr)
-	if err := runTests(ctx, "the reference runs of "+l.Name, p.tests, base, inv, nil, p.report, stderr); err != nil {
+	// The reference runs' process and the points' run side by side.
+	if err := runTests(ctx, "the reference runs of "+l.Name, p.tests, base, inv, nil, f.parallel+1, p.report, stderr); err != nil {
 		return errors.Join(err, shards.wait(0))
 	}
 	plan, err := explore.ReadPlan(planFile)
@@ -211,7 +212,7 @@ func startShards(ctx context.Context, name string, t *tests, args []string, inv 
 		s.feeds = append(s.feeds, w)
 		s.wg.Go(func() {
 			defer r.Close()
-			s.errs[i] = runTests(ctx, fmt.Sprintf("the points of %s, process %d", name, i+1), t, args, inv, r, report, stderr)
+			s.errs[i] = runTests(ctx, fmt.Sprintf("the points of %s, process %d", name, i+1), t, args, inv, r, parallel+1, report, stderr)
 		})
 	}
 	return s
@@ -234,8 +235,9 @@ func (s *shardProcesses) wait(n int) error {
 
 // runTests runs the compiled tests with args, doing what, their output
 // into the report folder's log; a failure says why with the output's
-// tail. stdin, when not nil, is their standard input.
-func runTests(ctx context.Context, what string, t *tests, args []string, inv invocation.Invocation, stdin *os.File, report string, stderr io.Writer) error {
+// tail. stdin, when not nil, is their standard input; beside is how many
+// such processes run side by side (for childEnv).
+func runTests(ctx context.Context, what string, t *tests, args []string, inv invocation.Invocation, stdin *os.File, beside int, report string, stderr io.Writer) error {
 	logFile, err := os.OpenFile(filepath.Join(report, "scenarios.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -244,7 +246,7 @@ func runTests(ctx context.Context, what string, t *tests, args []string, inv inv
 	tail := &tailWriter{max: 20}
 	cmd := newChild(ctx, what, t.bin, args...)
 	cmd.Dir = t.dir
-	cmd.Env = withInvocation(os.Environ(), inv)
+	cmd.Env = withInvocation(childEnv(os.Environ(), beside), inv)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}

@@ -36,6 +36,7 @@ import (
 )
 
 func main() {
+	collectLess()
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

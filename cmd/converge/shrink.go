@@ -72,7 +72,7 @@ than the scaler needs its tests: --package or --test-binary.`,
 			args2 := []string{"-test.run", "^" + regexp.QuoteMeta(root) + "$", "-test.count=1", "-test.timeout=0", "-test.v"}
 			inv := t.invocation()
 			inv.Shrink, inv.Report = abs, dir
-			if err := runTests(ctx, "the shrinking of "+args[0], t, args2, inv, nil, dir, stderr); err != nil {
+			if err := runTests(ctx, "the shrinking of "+args[0], t, args2, inv, nil, 1, dir, stderr); err != nil {
 				return err
 			}
 			var out struct {
