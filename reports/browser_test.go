@@ -370,3 +370,29 @@ func BenchmarkRenderRun(b *testing.B) {
 	}
 	b.ReportMetric(float64(size)/1e6, "MB/page")
 }
+
+// BenchmarkRead: reading back the result of a run with 10,000 history
+// events, as a report does for each run.
+func BenchmarkRead(b *testing.B) {
+	path, err := reports.Write(b.TempDir(), bigResult(10_000))
+	require.NoError(b, err)
+	st, err := os.Stat(path)
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := reports.Read(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(st.Size())/1e6, "MB/file")
+}
+
+// BenchmarkWrite: writing the result of a run with 10,000 history events,
+// as each run does.
+func BenchmarkWrite(b *testing.B) {
+	r, dir := bigResult(10_000), b.TempDir()
+	for b.Loop() {
+		if _, err := reports.Write(dir, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -468,7 +468,7 @@ func Write(dir string, r *Result) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := json.Marshal(r)
 	if err != nil {
 		return "", fmt.Errorf("reports: encoding %s: %w", r.FileName(), err)
 	}
@@ -496,19 +496,23 @@ func Read(path string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, fmt.Errorf("reports: %s: %w", path, err)
-	}
-	if head.Schema == SchemaV1 {
-		if data, err = v1Durations(data); err != nil {
-			return nil, fmt.Errorf("reports: %s: %w", path, err)
+	// One decoding for the schemas of now; a v1 result, whose durations
+	// may be numbers, is decoded again once they are rewritten.
+	var r Result
+	err = json.Unmarshal(data, &r)
+	if err != nil || r.Schema == SchemaV1 {
+		var head struct {
+			Schema string `json:"schema"`
+		}
+		if json.Unmarshal(data, &head) == nil && head.Schema == SchemaV1 {
+			if data, err = v1Durations(data); err != nil {
+				return nil, fmt.Errorf("reports: %s: %w", path, err)
+			}
+			r = Result{}
+			err = json.Unmarshal(data, &r)
 		}
 	}
-	var r Result
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("reports: %s: %w", path, err)
 	}
 	switch r.Schema {

@@ -37,7 +37,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	assert.Equal(t, in, out)
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	assert.Contains(t, string(raw), `"wall": "1.5s"`, "durations are written as Go durations")
+	assert.Contains(t, string(raw), `"wall":"1.5s"`, "durations are written as Go durations")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"schema":"converge.dev/result/v9"}`), 0o644))
 	all, err := reports.ReadDir(dir)
