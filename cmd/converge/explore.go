@@ -195,14 +195,21 @@ type shardProcesses struct {
 	feeds []*os.File // the write end of each one's standard input
 	errs  []error
 	wg    sync.WaitGroup
+	// claims is the folder through which they share the points.
+	claims string
 }
 
 // startShards starts parallel processes of the tests with args that run
 // shards of the points of the plan inv names, each told its shard by
 // wait.
 func startShards(ctx context.Context, name string, t *tests, args []string, inv invocation.Invocation, parallel int, report string, stderr io.Writer) *shardProcesses {
-	s := &shardProcesses{errs: make([]error, parallel)}
-	inv.ExploreShard = invocation.ShardFromStdin
+	s := &shardProcesses{errs: make([]error, parallel), claims: filepath.Join(report, "claims")}
+	inv.ExploreShard, inv.ExploreClaims = invocation.ShardFromStdin, s.claims
+	// A folder of an earlier exploration's claims would take its points.
+	if err := os.RemoveAll(s.claims); err != nil {
+		s.errs[0] = err
+		return s
+	}
 	for i := range parallel {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -218,8 +225,9 @@ func startShards(ctx context.Context, name string, t *tests, args []string, inv 
 	return s
 }
 
-// wait gives the first n processes shard i of n each, and the others
-// none, then waits for them all.
+// wait gives the first n processes shard i of n each (they share the
+// points through the claims folder), and the others none, then waits for
+// them all.
 func (s *shardProcesses) wait(n int) error {
 	for i, w := range s.feeds {
 		if i < n {
@@ -230,7 +238,7 @@ func (s *shardProcesses) wait(n int) error {
 		w.Close()
 	}
 	s.wg.Wait()
-	return errors.Join(s.errs...)
+	return errors.Join(append(s.errs, os.RemoveAll(s.claims))...)
 }
 
 // runTests runs the compiled tests with args, doing what, their output

@@ -23,6 +23,9 @@ import (
 // the exploration and a page per run.
 func TestExploreTheBaseline(t *testing.T) {
 	report := t.TempDir()
+	// An earlier exploration's claims in the folder take no point.
+	require.NoError(t, os.MkdirAll(filepath.Join(report, "claims"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(report, "claims", "0"), nil, 0o644))
 	out, err := run(t, "explore", "baseline", "--parallel", "2", "--report", report, "--test-binary", scenarioTests(t))
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "no findings")
@@ -32,10 +35,26 @@ func TestExploreTheBaseline(t *testing.T) {
 	assert.Empty(t, e.Findings)
 	assert.Greater(t, e.Coverage.Run, 50)
 	assert.Equal(t, e.Coverage.Points, e.Coverage.Run)
-	assert.Len(t, e.Outcomes, e.Coverage.Points)
+	assert.Equal(t, e.Coverage.Points, len(e.Outcomes), "an outcome per point")
 	assert.Less(t, e.Coverage.Unfired, e.Coverage.Run/4, "most points meet their moment again")
 	assert.FileExists(t, filepath.Join(report, "index.html"))
 	assert.FileExists(t, filepath.Join(report, "runs", "baseline-p001_fake_1.html"))
+
+	// The two processes shared the points: each ran once, in one of them.
+	ran := map[string]int{}
+	for i := range 2 {
+		var part []explore.Outcome
+		require.NoError(t, readJSON(filepath.Join(report, fmt.Sprintf("outcomes-%d.json", i)), &part))
+		assert.NotEmpty(t, part, "process %d ran no point", i)
+		for _, o := range part {
+			ran[o.Point.ID]++
+		}
+	}
+	assert.Len(t, ran, e.Coverage.Points)
+	for id, n := range ran {
+		assert.Equal(t, 1, n, "%s ran %d times", id, n)
+	}
+	assert.NoDirExists(t, filepath.Join(report, "claims"), "the claims are removed once the points ran")
 }
 
 // The pace counts the points over the whole exploration and over the

@@ -17,7 +17,7 @@ func every() invocation.Invocation {
 	return invocation.Invocation{
 		Seeds: 3, Seed: 7, Backends: []string{"envtest"}, Full: true, Report: "/tmp/a b/report", RunTimeout: time.Minute,
 		RunID: "it's", Kubeconfig: "/k", Kwok: "start", List: true, Files: []string{"/x,y.yaml", "/z.yaml"},
-		Explore: "e", ExplorePlan: "/p.json", ExploreWithoutFaults: true, ExploreShard: "1/2", Shrink: "/r.json",
+		Explore: "e", ExplorePlan: "/p.json", ExploreWithoutFaults: true, ExploreShard: "1/2", ExploreClaims: "/claims", Shrink: "/r.json",
 	}
 }
 

@@ -788,6 +788,15 @@ func (p *Plan) PlanInputs(rules InputRules) error {
 // InputShard is the i-th of n shares of p's input points.
 func (p *Plan) InputShard(i, n int) []InputPoint { return shard(p.Inputs, i, n) }
 
+// LongestFirst is inputs with the longest chains first, in their order
+// otherwise: processes that share the points end closer together when the
+// costliest are not left to the end.
+func LongestFirst(inputs []InputPoint) []InputPoint {
+	out := slices.Clone(inputs)
+	slices.SortStableFunc(out, func(a, b InputPoint) int { return cmp.Compare(len(b.Changes), len(a.Changes)) })
+	return out
+}
+
 // Point is pt as an exploration's outcomes and findings name it.
 func (pt InputPoint) Point() Point {
 	about := "a change of its input once the world had converged, against a run created with the changed input"

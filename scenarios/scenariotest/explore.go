@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -90,9 +92,9 @@ func Explore(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o Expl
 			t.Error(err)
 			return nil
 		}
-		outcomes = runInputs(t, plan, c, o.Others, plan.Inputs, dir, o.FirstFinding)
+		outcomes = runInputs(t, plan, c, o.Others, plan.Inputs, nil, dir, o.FirstFinding)
 	default:
-		outcomes = runPoints(t, plan, c, o.Others, plan.Points, dir, o.FirstFinding)
+		outcomes = runPoints(t, plan, c, o.Others, plan.Points, nil, dir, o.FirstFinding)
 	}
 	e := plan.Summarise(c.Name(), refOutcomes, outcomes, time.Since(began))
 	if err := e.Write(filepath.Join(dir, "exploration.json")); err != nil {
@@ -166,7 +168,7 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 }
 
 // runPoints runs points of plan, one subtest each, and judges each run.
-func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.Point, dir string, first bool) []explore.Outcome {
+func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.Point, take func(k int) bool, dir string, first bool) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Error(err)
@@ -174,9 +176,12 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 	}
 	root, _, _ := strings.Cut(t.Name(), "/")
 	var out []explore.Outcome
-	for _, pt := range points {
+	for k, pt := range points {
 		if first && len(out) > 0 && len(out[len(out)-1].Differences) > 0 {
 			break
+		}
+		if take != nil && !take(k) {
+			continue
 		}
 		t.Run(pt.ID, func(t *testing.T) {
 			s := plan.ScenarioOf(pt)
@@ -207,7 +212,7 @@ func found(outcomes []explore.Outcome) bool {
 // or its runs apart when the round trip cannot stand for them: runInput),
 // and judges each. A point that fails is shrunk
 // (Plan.ShrinkInput), each candidate a subtest of the point's.
-func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, dir string, first bool) []explore.Outcome {
+func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, take func(k int) bool, dir string, first bool) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Error(err)
@@ -215,9 +220,12 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 	}
 	root, _, _ := strings.Cut(t.Name(), "/")
 	var out []explore.Outcome
-	for _, pt := range points {
+	for k, pt := range points {
 		if first && found(out) {
 			break
+		}
+		if take != nil && !take(k) {
+			continue
 		}
 		t.Run(pt.ID, func(t *testing.T) {
 			o := runInput(t, plan, c, others, pt, dir, root)
@@ -465,11 +473,17 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		if err != nil {
 			t.Fatal(err)
 		}
+		points, inputs := plan.Shard(i, n), plan.InputShard(i, n)
+		var take func(k int) bool
+		if inv.ExploreClaims != "" {
+			points, inputs = plan.Points, explore.LongestFirst(plan.Inputs)
+			take = claimer(t, inv.ExploreClaims)
+		}
 		var outcomes []explore.Outcome
 		if inv.ExploreInputs {
-			outcomes = runInputs(t, plan, c, others, plan.InputShard(i, n), dir, false)
+			outcomes = runInputs(t, plan, c, others, inputs, take, dir, false)
 		} else {
-			outcomes = runPoints(t, plan, c, others, plan.Shard(i, n), dir, false)
+			outcomes = runPoints(t, plan, c, others, points, take, dir, false)
 		}
 		b, err := json.Marshal(outcomes)
 		if err == nil {
@@ -511,6 +525,26 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		if len(e.Findings) > 0 {
 			t.Errorf("%d findings", len(e.Findings))
 		}
+	}
+}
+
+// claimer is how processes that share points through dir take the k-th
+// of their list: the first to create dir/k has it. A claim that fails for
+// another reason than another process's ends the test.
+func claimer(t *testing.T, dir string) func(k int) bool {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("-converge.explore-claims: %v", err)
+	}
+	return func(k int) bool {
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(k)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("-converge.explore-claims: %v", err)
+		}
+		_ = f.Close()
+		return true
 	}
 }
 
