@@ -346,9 +346,6 @@ func readPaths(paths []string) ([]manifest.Doc, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i := range docs {
-			docs[i].Source = "/" + docs[i].Source
-		}
 		out = append(out, docs...)
 	}
 	return out, nil

@@ -38,14 +38,14 @@ func Build(fsys fs.FS, dir string, limit Limits) ([]Doc, error) {
 		if kfs.err != nil { // a refusal of ours, which kustomize wraps
 			return nil, kfs.err
 		}
-		return nil, fmt.Errorf("%s: kustomize build: %w", dir, err)
+		return nil, fmt.Errorf("%s: kustomize build: %w", Name(fsys, dir), err)
 	}
-	source := dir + " (kustomize build)"
+	source := Name(fsys, dir) + " (kustomize build)"
 	var out []Doc
 	for i, r := range m.Resources() {
 		raw, err := r.AsYAML()
 		if err != nil {
-			return nil, fmt.Errorf("%s: kustomize build: object %d: %w", dir, i+1, err)
+			return nil, fmt.Errorf("%s: kustomize build: object %d: %w", Name(fsys, dir), i+1, err)
 		}
 		out = append(out, Doc{Source: source, N: i + 1, Raw: raw})
 	}
@@ -179,7 +179,7 @@ func (k *kustomizeFS) ReadFile(p string) ([]byte, error) {
 	k.mu.Unlock()
 	name := rel(p)
 	if reads > MaxReads {
-		return nil, k.fail(fmt.Errorf("%s: kustomize build read more than %d files: do its bases include each other?", name, MaxReads))
+		return nil, k.fail(fmt.Errorf("%s: kustomize build read more than %d files: do its bases include each other?", Name(k.fsys, name), MaxReads))
 	}
 	data, err := ReadFile(k.fsys, name, left)
 	if err != nil {
@@ -210,7 +210,7 @@ func (k *kustomizeFS) checkLocal(name string, data []byte) error {
 		return nil // kustomize says what is wrong with it
 	}
 	refuse := func(field, entry, why string) error {
-		return fmt.Errorf("%s: %s %q: %s; converge builds a kustomization from local files only", name, field, entry, why)
+		return fmt.Errorf("%s: %s %q: %s; converge builds a kustomization from local files only", Name(k.fsys, name), field, entry, why)
 	}
 	dir := path.Dir(name)
 	//lint:ignore SA1019 kustomize still builds the deprecated fields, so they are checked too
@@ -263,7 +263,7 @@ func (k *kustomizeFS) checkLocal(name string, data []byte) error {
 		}
 	}
 	if len(kust.HelmCharts) > 0 || kust.HelmGlobals != nil || len(kust.HelmChartInflationGenerator) > 0 {
-		return fmt.Errorf("%s: helmCharts: converge builds a kustomization from local files only, without running helm", name)
+		return fmt.Errorf("%s: helmCharts: converge builds a kustomization from local files only, without running helm", Name(k.fsys, name))
 	}
 	return nil
 }

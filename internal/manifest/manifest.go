@@ -28,7 +28,8 @@ import (
 // Doc is one YAML or JSON document.
 type Doc struct {
 	// Source is the file the document was read from, or for a
-	// kustomization its folder and how it was built.
+	// kustomization its folder and how it was built, named as Name names
+	// it.
 	Source string
 	// N is the document's number in Source, from 1.
 	N   int
@@ -83,7 +84,7 @@ func Read(fsys fs.FS, name string, limit Limits) ([]Doc, error) {
 		}
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("%s: no .yaml, .yml or .json file, and no kustomization", name)
+		return nil, fmt.Errorf("%s: no .yaml, .yml or .json file, and no kustomization", Name(fsys, name))
 	}
 	return readFiles(fsys, names, limit)
 }
@@ -108,7 +109,7 @@ func Kustomization(fsys fs.FS, dir string) (string, error) {
 	case 1:
 		return found[0], nil
 	}
-	return "", fmt.Errorf("%s holds more than one kustomization file (%s): kustomize accepts one", dir, path.Base(found[0])+", "+path.Base(found[1]))
+	return "", fmt.Errorf("%s holds more than one kustomization file (%s): kustomize accepts one", Name(fsys, dir), path.Base(found[0])+", "+path.Base(found[1]))
 }
 
 // readFiles reads the documents of files.
@@ -121,7 +122,7 @@ func readFiles(fsys fs.FS, files []string, limit Limits) ([]Doc, error) {
 			return nil, err
 		}
 		total += int64(len(data))
-		docs, err := Split(f, data)
+		docs, err := Split(Name(fsys, f), data)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +168,7 @@ func ReadFile(fsys fs.FS, name string, left int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := userfile.Regular(name, st.Mode()); err != nil {
+	if err := userfile.Regular(Name(fsys, name), st.Mode()); err != nil {
 		return nil, err
 	}
 	f, err := fsys.Open(name)
@@ -178,10 +179,20 @@ func ReadFile(fsys fs.FS, name string, left int64) ([]byte, error) {
 	left = max(left, 0)
 	data, err := io.ReadAll(io.LimitReader(f, min(left, math.MaxInt64-1)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", Name(fsys, name), err)
 	}
 	if int64(len(data)) > left {
-		return nil, &userfile.TooLargeError{Name: name, Max: left}
+		return nil, &userfile.TooLargeError{Name: Name(fsys, name), Max: left}
 	}
 	return data, nil
+}
+
+// Name is name, a path of fsys, as the user would write it: what fsys's
+// DisplayName method makes of it (userfile.FS: the path on disk), or name
+// itself. Errors and Doc.Source name files so.
+func Name(fsys fs.FS, name string) string {
+	if d, ok := fsys.(interface{ DisplayName(string) string }); ok {
+		return d.DisplayName(name)
+	}
+	return name
 }

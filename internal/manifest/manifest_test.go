@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -185,4 +187,43 @@ func TestReadTwoKustomizationFiles(t *testing.T) {
 	_, err := Read(fsys, "config/rbac", Limits{Total: 1 << 20})
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "more than one kustomization file"), err.Error())
+}
+
+// Files of the disk are named by their paths on it, in Doc.Source and in
+// errors, whatever folder the file system is rooted at.
+func TestNamesFilesAsOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	write("plain/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+	write("remote/kustomization.yaml", "resources:\n- https://example.com/x.yaml\n")
+	write("built/kustomization.yaml", "resources:\n- cm.yaml\n")
+	write("built/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n")
+	for _, root := range []string{"/", dir} {
+		fsys := userfile.FS(root)
+		rel := func(p string) string {
+			r, err := filepath.Rel(root, filepath.Join(dir, p))
+			require.NoError(t, err)
+			return filepath.ToSlash(r)
+		}
+		docs, err := Read(fsys, rel("plain"), Limits{})
+		require.NoError(t, err)
+		require.Len(t, docs, 1)
+		assert.Equal(t, filepath.Join(dir, "plain", "cm.yaml"), docs[0].Source)
+
+		docs, err = Read(fsys, rel("built"), Limits{})
+		require.NoError(t, err)
+		require.Len(t, docs, 1)
+		assert.Equal(t, filepath.Join(dir, "built")+" (kustomize build)", docs[0].Source)
+
+		_, err = Read(fsys, rel("remote"), Limits{})
+		require.Error(t, err)
+		assert.True(t, strings.HasPrefix(err.Error(), filepath.Join(dir, "remote", "kustomization.yaml")+": resources"), err.Error())
+
+		_, err = Read(fsys, rel("plain"), Limits{File: 8})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), filepath.Join(dir, "plain", "cm.yaml"))
+	}
 }

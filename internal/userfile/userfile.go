@@ -203,6 +203,12 @@ type FS string
 
 var _ fs.FS = FS("/")
 
+// DisplayName is the path on disk of name, a path of the file system: how
+// its user names it.
+func (root FS) DisplayName(name string) string {
+	return filepath.Join(string(root), filepath.FromSlash(name))
+}
+
 // Open opens the file name of the file system, a slash-separated path
 // relative to its root (fs.ValidPath).
 func (root FS) Open(name string) (fs.File, error) {
