@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The pace of exploration, side by side: for each revision given (HEAD
+# when none), builds converge and the compiled tests of the scenarios, the
+# webapp and the mirror, then runs, in turn and ROUNDS times over (default
+# 5), the five explorations docs/guide.md reports:
+#
+#   converge explore webapp --inputs    (examples/webapp)
+#   converge explore mirror --inputs    (examples/mirror)
+#   converge explore webapp             (examples/webapp)
+#   converge explore mirror             (examples/mirror)
+#   converge explore baseline           (scenarios)
+#
+# each with --parallel 2 and --test-binary, the test binary built before
+# and not counted. It prints, per exploration and revision, the points and
+# the range of the CLI's two rates: points per second over the whole
+# exploration (the reference runs and the report included), and while the
+# points ran. Turns rather than blocks: a machine whose pace drifts from
+# one minute to the next drifts for every revision alike.
+#
+# Usage: hack/explore-pace.sh [-r ROUNDS] [REV...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+rounds=5
+if [[ "${1:-}" == -r ]]; then
+	rounds="$2"
+	shift 2
+fi
+revs=("$@")
+if [ ${#revs[@]} -eq 0 ]; then
+	revs=(HEAD)
+fi
+
+work="$(mktemp -d)"
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"; git -C "$root" worktree prune' EXIT
+trap 'exit 130' INT TERM
+
+names=()
+for rev in "${revs[@]}"; do
+	name="$(git rev-parse --short "$rev")"
+	names+=("$name")
+	bin="$work/bin/$name"
+	mkdir -p "$bin"
+	echo "== building $rev ($name)"
+	git worktree add -q --detach "$work/src/$name" "$rev"
+	(
+		cd "$work/src/$name"
+		go build -o "$bin/converge" ./cmd/converge
+		(cd scenarios && go test -c -o "$bin/baseline.test" .)
+		(cd examples/webapp && go test -c -o "$bin/webapp.test" .)
+		(cd examples/mirror && go test -c -o "$bin/mirror.test" .)
+	)
+done
+
+# explore NAME DIR FLAGS REV prints "NAME[-inputs] REV POINTS ALL RUNNING".
+explore() {
+	local name="$1" dir="$2" flags="$3" rev="$4" bin="$work/bin/$4" out line
+	out="$(cd "$root/$dir" && "$bin/converge" explore "$name" $flags --parallel 2 \
+		--test-binary "$bin/$name.test" --report "$work/report" 2>&1)" || {
+		echo "explore $name $flags ($rev) failed:" >&2
+		tail -n 20 <<<"$out" >&2
+		return 1
+	}
+	line="$(grep '^points per second:' <<<"$out")"
+	sed -E "s/^points per second: ([0-9.]+) in all \(([0-9]+) in [0-9.]+s[^)]*\), ([0-9.]+) while the points ran.*/$name${flags:+-inputs} $rev \2 \1 \3/" <<<"$line"
+}
+
+results="$work/results"
+for r in $(seq 1 "$rounds"); do
+	echo "== round $r of $rounds"
+	for name in "${names[@]}"; do
+		explore webapp examples/webapp --inputs "$name"
+		explore mirror examples/mirror --inputs "$name"
+		explore webapp examples/webapp "" "$name"
+		explore mirror examples/mirror "" "$name"
+		explore baseline scenarios "" "$name"
+	done >>"$results"
+done
+
+echo
+echo "$(nproc) cores, $(date -u +%F), $rounds rounds; points per second"
+printf '%-15s %-9s %-8s %-14s %s\n' exploration revision points "in all" "while the points ran"
+awk '
+	function lo(a, b) { return a == "" || b + 0 < a + 0 ? b : a }
+	function hi(a, b) { return a == "" || b + 0 > a + 0 ? b : a }
+	{
+		k = $1 " " $2
+		if (!(k in seen)) { seen[k] = 1; order[n++] = k }
+		plo[k] = lo(plo[k], $3); phi[k] = hi(phi[k], $3)
+		alo[k] = lo(alo[k], $4); ahi[k] = hi(ahi[k], $4)
+		rlo[k] = lo(rlo[k], $5); rhi[k] = hi(rhi[k], $5)
+	}
+	END {
+		for (i = 0; i < n; i++) {
+			k = order[i]; split(k, f, " ")
+			pts = plo[k] == phi[k] ? plo[k] : plo[k] "-" phi[k]
+			printf "%-15s %-9s %-8s %-14s %s\n", f[1], f[2], pts, alo[k] "-" ahi[k], rlo[k] "-" rhi[k]
+		}
+	}' "$results" | sort -s -k1,1
