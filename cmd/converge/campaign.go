@@ -246,7 +246,7 @@ const childGOGC = 400
 // childEnv is the environment of a process that runs scenarios: GOGC at
 // childGOGC, and, so that a large scenario's heap does not grow five-fold
 // with it, GOMEMLIMIT at memLimit's share for one of the processes side by
-// side; either left as the caller set it.
+// side (a container's limit counted); either left as the caller set it.
 func childEnv(env []string, parallel int) []string {
 	var gogc, limit bool
 	for _, e := range env {
@@ -275,34 +275,15 @@ func collectLess() {
 	}
 }
 
-// memLimit is one of parallel processes' share of a quarter of the
-// machine's memory, at least 1 GiB; 0 where the machine's memory is not
-// known.
+// memLimit is one of parallel processes' share of a quarter of the memory
+// this process may use (memAvailable), at least 1 GiB; 0 where that is
+// not known.
 func memLimit(parallel int) uint64 {
-	total := memTotal()
+	total := memAvailable("/")
 	if total == 0 {
 		return 0
 	}
 	return max(total/4/uint64(max(parallel, 1)), 1<<30)
-}
-
-// memTotal is the machine's memory in bytes, 0 where /proc/meminfo does
-// not say.
-func memTotal() uint64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				n, _ := strconv.ParseUint(f[0], 10, 64)
-				return n << 10
-			}
-		}
-	}
-	return 0
 }
 
 // sharedLog is the log file the processes side by side write to, a whole

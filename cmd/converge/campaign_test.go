@@ -341,13 +341,13 @@ func createCampaign(t *testing.T, client kubernetes.Interface) {
 func TestChildEnv(t *testing.T) {
 	env := childEnv([]string{"HOME=/h"}, 2)
 	assert.Contains(t, env, "GOGC=400")
-	if memTotal() > 0 {
+	if memAvailable("/") > 0 {
 		i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, "GOMEMLIMIT=") })
 		require.GreaterOrEqual(t, i, 0, "%v", env)
 		mib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(env[i], "GOMEMLIMIT="), "MiB"), 10, 64)
 		require.NoError(t, err, env[i])
 		assert.GreaterOrEqual(t, mib, uint64(1024))
-		assert.LessOrEqual(t, mib<<20, max(memTotal()/8, 1<<30))
+		assert.LessOrEqual(t, mib<<20, max(memAvailable("/")/8, 1<<30))
 	}
 	own := childEnv([]string{"GOGC=50", "GOMEMLIMIT=100MiB"}, 2)
 	assert.Equal(t, []string{"GOGC=50", "GOMEMLIMIT=100MiB"}, own)
@@ -400,7 +400,7 @@ func TestRunTestsCollectsLess(t *testing.T) {
 	require.NoError(t, runTests(t.Context(), "a test", tt, nil, invocation.Invocation{}, nil, 3, dir, io.Discard))
 	got := read()
 	assert.Contains(t, got, "GOGC=400 ")
-	if memTotal() > 0 {
+	if memAvailable("/") > 0 {
 		assert.Regexp(t, `GOMEMLIMIT=[0-9]+MiB$`, got)
 	}
 	t.Setenv("GOGC", "75")
