@@ -33,8 +33,9 @@ if [ ${#revs[@]} -eq 0 ]; then
 fi
 
 work="$(mktemp -d)"
-trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"; git -C "$root" worktree prune' EXIT
-trap 'exit 130' INT TERM
+trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work" || true; git -C "$root" worktree prune || true' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 names=()
 for rev in "${revs[@]}"; do
@@ -54,16 +55,23 @@ for rev in "${revs[@]}"; do
 done
 
 # explore NAME DIR FLAGS REV prints "NAME[-inputs] REV POINTS ALL RUNNING".
+# It runs in the revision's own checkout: a test binary reads its testdata
+# from the folder it runs in.
 explore() {
 	local name="$1" dir="$2" flags="$3" rev="$4" bin="$work/bin/$4" out line
-	out="$(cd "$root/$dir" && "$bin/converge" explore "$name" $flags --parallel 2 \
+	out="$(cd "$work/src/$rev/$dir" && "$bin/converge" explore "$name" $flags --parallel 2 \
 		--test-binary "$bin/$name.test" --report "$work/report" 2>&1)" || {
 		echo "explore $name $flags ($rev) failed:" >&2
 		tail -n 20 <<<"$out" >&2
 		return 1
 	}
-	line="$(grep '^points per second:' <<<"$out")"
-	sed -E "s/^points per second: ([0-9.]+) in all \(([0-9]+) in [0-9.]+s[^)]*\), ([0-9.]+) while the points ran.*/$name${flags:+-inputs} $rev \2 \1 \3/" <<<"$line"
+	line="$(sed -nE "s/^points per second: ([0-9.]+) in all \(([0-9]+) in [0-9.]+s[^)]*\), ([0-9.]+) while the points ran.*/$name${flags:+-inputs} $rev \2 \1 \3/p" <<<"$out")"
+	if [ -z "$line" ]; then
+		echo "explore $name $flags ($rev) printed no pace with points:" >&2
+		tail -n 20 <<<"$out" >&2
+		return 1
+	fi
+	echo "$line"
 }
 
 results="$work/results"

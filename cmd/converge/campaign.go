@@ -263,27 +263,34 @@ func childEnv(env []string, parallel int) []string {
 	return out
 }
 
-// collectLess gives this process what childEnv gives its children, unless
-// its own environment says otherwise: a report at the end of a campaign
-// or an exploration reads every run's result.
+// collectLess gives this process childEnv's GOGC, and as its memory limit
+// a process's share when it runs alone, unless its own environment sets
+// them: a report at the end of a campaign or an exploration reads every
+// run's result, mostly once its children have ended.
 func collectLess() {
-	if os.Getenv("GOGC") == "" {
+	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(childGOGC)
 	}
-	if l := memLimit(1); os.Getenv("GOMEMLIMIT") == "" && l > 0 {
-		debug.SetMemoryLimit(int64(l))
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		if l := memLimit(1); l > 0 {
+			debug.SetMemoryLimit(int64(l))
+		}
 	}
 }
 
 // memLimit is one of parallel processes' share of a quarter of the memory
-// this process may use (memAvailable), at least 1 GiB; 0 where that is
-// not known.
-func memLimit(parallel int) uint64 {
-	total := memAvailable("/")
+// converge's processes may use (memAvailable), and no less than 1 GiB, or
+// where that is more than all of them with converge may have side by side,
+// that much; 0 where the memory is not known.
+func memLimit(parallel int) uint64 { return share(memAvailable("/"), parallel) }
+
+// share is memLimit's share of total bytes.
+func share(total uint64, parallel int) uint64 {
 	if total == 0 {
 		return 0
 	}
-	return max(total/4/uint64(max(parallel, 1)), 1<<30)
+	n := uint64(max(parallel, 1))
+	return max(total/4/n, min(1<<30, total/(n+1)))
 }
 
 // sharedLog is the log file the processes side by side write to, a whole

@@ -40,12 +40,12 @@ func TestExploreTheBaseline(t *testing.T) {
 	assert.FileExists(t, filepath.Join(report, "index.html"))
 	assert.FileExists(t, filepath.Join(report, "runs", "baseline-p001_fake_1.html"))
 
-	// The two processes shared the points: each ran once, in one of them.
+	// The two processes shared the points: each ran once, in one of them
+	// (which, goes to whichever asked first).
 	ran := map[string]int{}
 	for i := range 2 {
 		var part []explore.Outcome
 		require.NoError(t, readJSON(filepath.Join(report, fmt.Sprintf("outcomes-%d.json", i)), &part))
-		assert.NotEmpty(t, part, "process %d ran no point", i)
 		for _, o := range part {
 			ran[o.Point.ID]++
 		}

@@ -65,3 +65,22 @@ func TestMemAvailable(t *testing.T) {
 		})
 	}
 }
+
+// A process's share is a quarter of the memory over the processes side by
+// side, and 1 GiB at least, but never more than all of them may have.
+func TestMemLimitShares(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct {
+		total    uint64
+		parallel int
+		want     uint64
+	}{
+		{64 * gib, 2, 8 * gib},
+		{8 * gib, 2, gib},         // a quarter shared by two is 1 GiB
+		{6 * gib, 4, gib},         // 384 MiB, raised to 1 GiB
+		{2 * gib, 2, 2 * gib / 3}, // a 2 GiB container: not 1 GiB each for three
+		{0, 2, 0},
+	} {
+		assert.Equal(t, c.want, share(c.total, c.parallel), "%d bytes, %d processes", c.total, c.parallel)
+	}
+}

@@ -66,9 +66,10 @@ type Invocation struct {
 	// ExploreShard is "i/n": run shard i of n of the plan's points; or
 	// ShardFromStdin.
 	ExploreShard string
-	// ExploreClaims, with ExploreShard, is a folder through which the n
-	// processes share the points instead: each runs the next point no
-	// process has claimed yet (a file per point, created exclusively).
+	// ExploreClaims, with ExploreShard, is a folder, new to the
+	// exploration, through which the n processes share the points
+	// instead: each runs the next point no process has claimed yet (a
+	// file per point, created exclusively).
 	ExploreClaims string
 	// Shrink names a failing run's result file to shrink instead.
 	Shrink string
@@ -121,7 +122,7 @@ func fields() []field {
 		{"explore-without-faults", "explore the world of a scenario that has faults, without them", func(i *Invocation) flag.Value { return (*boolValue)(&i.ExploreWithoutFaults) }},
 		{"explore-inputs", "explore the changes of the scenario's custom resources its CRDs allow, instead of faults", func(i *Invocation) flag.Value { return (*boolValue)(&i.ExploreInputs) }},
 		{"explore-shard", "i/n: run shard i (0-based) of n of the plan's points, writing outcomes-i.json into -converge.report; \"stdin\": read i/n from a line of standard input first (none: run nothing)", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExploreShard) }},
-		{"explore-claims", "with -converge.explore-shard i/n: the n processes share the plan's points through this folder, each running the next one no process has claimed yet, instead of every n-th", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExploreClaims) }},
+		{"explore-claims", "with -converge.explore-shard i/n: the n processes share the plan's points through this folder (new to each exploration), each running the next one no process has claimed yet, instead of every n-th", func(i *Invocation) flag.Value { return (*stringValue)(&i.ExploreClaims) }},
 		{"shrink", "shrink the failing run of this result file instead of running the list", func(i *Invocation) flag.Value { return (*stringValue)(&i.Shrink) }},
 		{"replay-package", "the package replay commands give go test, as named from where the run was asked for", func(i *Invocation) flag.Value { return (*stringValue)(&i.ReplayPackage) }},
 		{"replay-binary", "the compiled test binary replay commands run, as named from where the run was asked for", func(i *Invocation) flag.Value { return (*stringValue)(&i.ReplayBinary) }},
