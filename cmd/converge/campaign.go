@@ -282,7 +282,11 @@ func collectLess() {
 // converge's processes may use (memAvailable), and no less than 1 GiB, or
 // where that is more than all of them with converge may have side by side,
 // that much; 0 where the memory is not known.
-func memLimit(parallel int) uint64 { return share(memAvailable("/"), parallel) }
+func memLimit(parallel int) uint64 { return share(available(), parallel) }
+
+// available is memAvailable("/"), read once: a campaign starts a process
+// per run.
+var available = sync.OnceValue(func() uint64 { return memAvailable("/") })
 
 // share is memLimit's share of total bytes.
 func share(total uint64, parallel int) uint64 {
