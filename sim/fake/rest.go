@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -703,11 +704,10 @@ func (h *handler) watch(w http.ResponseWriter, req *http.Request, rq request) er
 	if flusher != nil {
 		flusher.Flush()
 	}
-	enc := json.NewEncoder(w)
 	if expired {
 		status := err.(apierrors.APIStatus).Status()
 		status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-		_ = enc.Encode(frame{Type: string(watch.Error), Object: mustJSON(&status)})
+		_, _ = w.Write(watchFrame(watch.Error, mustJSON(&status)))
 		return nil
 	}
 	defer ww.Stop()
@@ -723,11 +723,11 @@ func (h *handler) watch(w http.ResponseWriter, req *http.Request, rq request) er
 			if !ok {
 				return nil
 			}
-			data, err := encode(rq, e.Object, true)
+			data, err := h.s.encodings.encode(rq, e.Object)
 			if err != nil {
 				return nil
 			}
-			if err := enc.Encode(frame{Type: string(e.Type), Object: data}); err != nil {
+			if _, err := w.Write(watchFrame(e.Type, data)); err != nil {
 				return nil // the client went
 			}
 			if flusher != nil {
@@ -741,10 +741,65 @@ func (h *handler) watch(w http.ResponseWriter, req *http.Request, rq request) er
 	}
 }
 
-// frame is a watch event on the wire.
-type frame struct {
-	Type   string          `json:"type"`
-	Object json.RawMessage `json:"object"`
+// watchFrame is a watch event on the wire, object being compact JSON (as
+// encode makes it), the line a server's JSON watch writes.
+func watchFrame(typ watch.EventType, object []byte) []byte {
+	object = bytes.TrimRight(object, "\n")
+	b := make([]byte, 0, len(`{"type":"","object":}`)+len(typ)+len(object)+1)
+	b = append(b, `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","object":`...)
+	b = append(b, object...)
+	return append(b, "}\n"...)
+}
+
+// encodings keeps the JSON of the objects REST watches sent last, by
+// object, version and kind: every change reaches each watch of its
+// resource (a run's controller's informer and converge's observer at
+// least) as the same stored object, which the store never changes, so it
+// is encoded once. Two generations bound it: when the newer fills, the
+// older goes.
+type encodings struct {
+	mu         sync.Mutex
+	new, older map[encodingKey][]byte
+}
+
+type encodingKey struct {
+	obj  runtime.Object // compared by pointer: a stored object is never changed
+	gv   schema.GroupVersion
+	kind string
+}
+
+const encodingsKept = 256
+
+// encode is encode(rq, obj, true), from the cache when a watch sent obj
+// in this version before. The bytes returned are shared: not to be
+// changed.
+func (c *encodings) encode(rq request, obj runtime.Object) ([]byte, error) {
+	k := encodingKey{obj: obj, gv: rq.gv, kind: rq.r.kind}
+	c.mu.Lock()
+	data, ok := c.new[k]
+	if !ok {
+		data, ok = c.older[k]
+	}
+	c.mu.Unlock()
+	if ok {
+		return data, nil
+	}
+	data, err := encode(rq, obj, true)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.new) >= encodingsKept {
+		c.older, c.new = c.new, nil
+	}
+	if c.new == nil {
+		c.new = make(map[encodingKey][]byte, encodingsKept)
+	}
+	c.new[k] = data
+	return data, nil
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -61,6 +61,8 @@ type store struct {
 	// created counts the objects created under each name, so that one
 	// made again under a name has a uid of its own (uidOf).
 	created map[createdKey]int64
+	// encodings are the objects REST watches sent, encoded.
+	encodings encodings
 }
 
 type createdKey struct {
