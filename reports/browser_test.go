@@ -386,6 +386,18 @@ func BenchmarkRead(b *testing.B) {
 	b.ReportMetric(float64(st.Size())/1e6, "MB/file")
 }
 
+// BenchmarkReadSummary: reading back the same result without its
+// history, as a report does for a run whose page is written.
+func BenchmarkReadSummary(b *testing.B) {
+	path, err := reports.Write(b.TempDir(), bigResult(10_000))
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := reports.ReadSummary(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkWrite: writing the result of a run with 10,000 history events,
 // as each run does.
 func BenchmarkWrite(b *testing.B) {

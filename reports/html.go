@@ -133,31 +133,59 @@ func RenderIndex(w io.Writer, results []*Result, link func(*Result) string, extr
 // pages are rendered side by side, one per CPU: a campaign's hundreds of
 // pages otherwise take seconds one after another.
 func WriteHTML(dir string, results []*Result, extra template.HTML) (string, error) {
+	err := WritePages(dir, results)
+	index, indexErr := WriteIndex(dir, results, extra)
+	return index, errors.Join(err, indexErr)
+}
+
+// WritePages writes the page of each of results into dir, under runs/
+// (RunPageName), side by side, one per CPU. A run whose page could not be
+// rendered is named in the error; the others are written.
+func WritePages(dir string, results []*Result) error {
 	if err := os.MkdirAll(filepath.Join(dir, "runs"), 0o755); err != nil {
-		return "", err
+		return err
 	}
 	errs := make([]error, len(results)) // by run, so the error reads in order
 	var workers errgroup.Group
 	workers.SetLimit(runtime.GOMAXPROCS(0))
 	for i, r := range results {
 		workers.Go(func() error {
-			var buf bytes.Buffer
-			if errs[i] = RenderRun(&buf, r, "../index.html"); errs[i] == nil {
-				errs[i] = writeFile(filepath.Join(dir, RunPageName(r)), buf.Bytes())
-			}
+			errs[i] = WritePage(dir, r)
 			return nil
 		})
 	}
 	_ = workers.Wait() // each run's error is in errs
+	return errors.Join(errs...)
+}
+
+// WritePage writes r's page into dir, under runs/ (RunPageName), linked
+// back to dir's index.html: what a process that ran r can do at once, so
+// that a report of many runs only reads their summaries (ReadSummary)
+// and writes its index (WriteIndex).
+func WritePage(dir string, r *Result) error {
+	if err := os.MkdirAll(filepath.Join(dir, "runs"), 0o755); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := RenderRun(&buf, r, "../index.html"); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, RunPageName(r)), buf.Bytes())
+}
+
+// WriteIndex writes dir's index.html: results, each linked to its page
+// (RunPageName), under extra. Only what ReadSummary reads of a result is
+// used. It returns the index's path.
+func WriteIndex(dir string, results []*Result, extra template.HTML) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	var buf bytes.Buffer
 	if err := RenderIndex(&buf, results, func(r *Result) string { return filepath.ToSlash(RunPageName(r)) }, extra); err != nil {
-		return "", errors.Join(append(errs, err)...)
+		return "", err
 	}
 	index := filepath.Join(dir, "index.html")
-	if err := writeFile(index, buf.Bytes()); err != nil {
-		errs = append(errs, err)
-	}
-	return index, errors.Join(errs...)
+	return index, writeFile(index, buf.Bytes())
 }
 
 // writeFile writes data to path through a temporary file, so a reader

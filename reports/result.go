@@ -529,6 +529,35 @@ func Read(path string) (*Result, error) {
 	return &r, nil
 }
 
+// ReadSummary reads the result at path without its history, which is
+// most of it: what an index of runs shows (WriteIndex) of a run whose page
+// is written already. A result of an older schema is read whole (Read),
+// its history then dropped.
+func ReadSummary(path string) (*Result, error) {
+	data, err := userfile.ReadFile(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	var s struct {
+		Result
+		History skipped `json:"history"` // shadows the Result's: not decoded
+	}
+	if err := json.Unmarshal(data, &s); err != nil || s.Schema != SchemaVersion {
+		r, err := Read(path)
+		if err != nil {
+			return nil, err
+		}
+		r.History = History{}
+		return r, nil
+	}
+	return &s.Result, nil
+}
+
+// skipped is a JSON value left undecoded.
+type skipped struct{}
+
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
+
 // upgradeV2 reads a v2 result as v3: its findings are made from what it
 // held as data, its violations, whether it converged and its error. Its
 // budgets were only words, and stay in its reasons, which are kept as

@@ -45,6 +45,35 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	assert.Len(t, all, 1, "the readable results are still returned")
 }
 
+// A summary is the result without its history, read without decoding
+// it; a result of an older schema is upgraded first, as Read does.
+func TestReadSummary(t *testing.T) {
+	dir := t.TempDir()
+	in := sample("baseline", false)
+	in.History.Events = []reports.WatchEvent{{Type: "ADDED", Resource: "deployments", Name: "web-0",
+		Object: map[string]any{"spec": map[string]any{"replicas": float64(2)}}}}
+	path, err := reports.Write(dir, in)
+	require.NoError(t, err)
+	got, err := reports.ReadSummary(path)
+	require.NoError(t, err)
+	want := *in
+	want.History = reports.History{}
+	assert.Equal(t, &want, got)
+
+	v2 := filepath.Join(dir, "v2.json")
+	require.NoError(t, os.WriteFile(v2, []byte(`{"schema": "converge.dev/result/v2", "scenario": "baseline", "backend": "fake", "seed": 1,
+		"converged": false, "error": "the world could not start", "history": {"states": [{"at": "2026-01-01T00:00:00Z", "deployment": "web-0", "desired": 2}]}}`), 0o644))
+	old, err := reports.ReadSummary(v2)
+	require.NoError(t, err)
+	assert.Equal(t, reports.SchemaVersion, old.Schema)
+	assert.Equal(t, []reports.Finding{{Check: reports.CheckHarness, Kind: reports.KindHarness, Detail: "the world could not start"}}, old.Findings)
+	assert.Empty(t, old.History.States)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"schema": "converge.dev/result/v3", "history": [`), 0o644))
+	_, err = reports.ReadSummary(filepath.Join(dir, "bad.json"))
+	assert.ErrorContains(t, err, "bad.json")
+}
+
 // A v2 result is read as v3: its violations, its missed goal and its error
 // become findings, and its reasons stay as written.
 func TestReadsV2(t *testing.T) {
@@ -177,6 +206,35 @@ func TestPodLag(t *testing.T) {
 }
 
 // Pages rendered side by side are the pages rendered one by one.
+// A report whose pages were written by the processes that ran its runs:
+// the index from their summaries is the index WriteHTML writes from the
+// whole results.
+func TestWriteIndexFromSummaries(t *testing.T) {
+	whole, parts := t.TempDir(), t.TempDir()
+	var results, summaries []*reports.Result
+	for i := range 4 {
+		r := sample(fmt.Sprintf("scenario-%d", i), i%2 == 0)
+		path, err := reports.Write(parts, r)
+		require.NoError(t, err)
+		require.NoError(t, reports.WritePage(parts, r))
+		s, err := reports.ReadSummary(path)
+		require.NoError(t, err)
+		results, summaries = append(results, r), append(summaries, s)
+	}
+	_, err := reports.WriteHTML(whole, results, "<p>extra</p>")
+	require.NoError(t, err)
+	index, err := reports.WriteIndex(parts, summaries, "<p>extra</p>")
+	require.NoError(t, err)
+	for _, name := range []string{"index.html", reports.RunPageName(results[0]), reports.RunPageName(results[3])} {
+		want, err := os.ReadFile(filepath.Join(whole, name))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(parts, name))
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), name)
+	}
+	assert.Equal(t, filepath.Join(parts, "index.html"), index)
+}
+
 func TestWriteHTMLWritesEveryRunPage(t *testing.T) {
 	dir := t.TempDir()
 	var results []*reports.Result

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -53,6 +54,18 @@ func TestExploreTheBaseline(t *testing.T) {
 	assert.Len(t, ran, e.Coverage.Points)
 	for id, n := range ran {
 		assert.Equal(t, 1, n, "%s ran %d times", id, n)
+	}
+	// Each point's page was written by the process that ran it, as the
+	// report would have rendered it from the result.
+	for _, o := range e.Outcomes[:5] {
+		require.True(t, o.Page, o.Point.ID)
+		r, err := reports.Read(filepath.Join(report, o.Result))
+		require.NoError(t, err)
+		var want bytes.Buffer
+		require.NoError(t, reports.RenderRun(&want, r, "../index.html"))
+		got, err := os.ReadFile(filepath.Join(report, reports.RunPageName(r)))
+		require.NoError(t, err)
+		assert.Equal(t, want.String(), string(got), o.Point.ID)
 	}
 	assert.NoDirExists(t, filepath.Join(report, "claims"), "the claims are removed once the points ran")
 }

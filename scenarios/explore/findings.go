@@ -58,9 +58,12 @@ type Coverage struct {
 
 // Outcome is one point's run.
 type Outcome struct {
-	Point       Point            `json:"point"`
-	Result      string           `json:"result,omitempty"` // the result file, from the report folder
-	File        string           `json:"file,omitempty"`   // the point\'s scenario file
+	Point  Point  `json:"point"`
+	Result string `json:"result,omitempty"` // the result file, from the report folder
+	// Page says the process that ran the point wrote Result's page too
+	// (reports.WritePage), so a report reads only its summary.
+	Page        bool             `json:"page,omitempty"`
+	File        string           `json:"file,omitempty"` // the point\'s scenario file
 	Fired       bool             `json:"fired"`
 	Error       string           `json:"error,omitempty"`
 	Differences []Difference     `json:"differences,omitempty"`

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"bytes"
+	"errors"
 	"html/template"
 	"path/filepath"
 	"runtime"
@@ -68,30 +69,51 @@ func (e *Exploration) HTML() (template.HTML, error) {
 
 // WriteReport writes the HTML report of e into dir, where its runs'
 // results are: the exploration's section above every run, each run with
-// its page. It returns the index's path.
+// its page. A run whose page its process wrote (Outcome.Page) is only
+// summarised for the index. It returns the index's path.
 func WriteReport(dir string, e *Exploration) (string, error) {
-	var files []string
+	type run struct {
+		file  string
+		paged bool
+	}
+	var runs []run
 	for _, o := range slices.Concat(e.Outcomes, e.ReferenceOutcomes) {
 		if o.Result != "" {
-			files = append(files, filepath.Join(dir, o.Result))
+			runs = append(runs, run{filepath.Join(dir, o.Result), o.Page})
 		}
 	}
 	// Read a core's worth at a time, kept in order: the report waits on
 	// them.
-	read := make([]*reports.Result, len(files))
+	read := make([]*reports.Result, len(runs))
 	var readers errgroup.Group
 	readers.SetLimit(runtime.GOMAXPROCS(0))
-	for i, f := range files {
+	for i, r := range runs {
 		readers.Go(func() error {
-			read[i], _ = reports.Read(f) // one unreadable is left out
+			// One unreadable is left out.
+			if r.paged {
+				read[i], _ = reports.ReadSummary(r.file)
+			} else {
+				read[i], _ = reports.Read(r.file)
+			}
 			return nil
 		})
 	}
 	_ = readers.Wait()
-	results := slices.DeleteFunc(read, func(r *reports.Result) bool { return r == nil })
+	var results, unpaged []*reports.Result
+	for i, r := range read {
+		if r == nil {
+			continue
+		}
+		results = append(results, r)
+		if !runs[i].paged {
+			unpaged = append(unpaged, r)
+		}
+	}
 	extra, err := e.HTML()
 	if err != nil {
 		return "", err
 	}
-	return reports.WriteHTML(dir, results, extra)
+	pagesErr := reports.WritePages(dir, unpaged)
+	index, err := reports.WriteIndex(dir, results, extra)
+	return index, errors.Join(pagesErr, err)
 }

@@ -92,9 +92,9 @@ func Explore(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o Expl
 			t.Error(err)
 			return nil
 		}
-		outcomes = runInputs(t, plan, c, o.Others, plan.Inputs, nil, dir, o.FirstFinding)
+		outcomes = runInputs(t, plan, c, o.Others, plan.Inputs, nil, dir, o.FirstFinding, false)
 	default:
-		outcomes = runPoints(t, plan, c, o.Others, plan.Points, nil, dir, o.FirstFinding)
+		outcomes = runPoints(t, plan, c, o.Others, plan.Points, nil, dir, o.FirstFinding, false)
 	}
 	e := plan.Summarise(c.Name(), refOutcomes, outcomes, time.Since(began))
 	if err := e.Write(filepath.Join(dir, "exploration.json")); err != nil {
@@ -167,8 +167,9 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 	return plan, outcomes
 }
 
-// runPoints runs points of plan, one subtest each, and judges each run.
-func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.Point, take func(k int) bool, dir string, first bool) []explore.Outcome {
+// runPoints runs points of plan, one subtest each, and judges each run;
+// with pages, it writes each run's page beside its result.
+func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.Point, take func(k int) bool, dir string, first, pages bool) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Error(err)
@@ -197,6 +198,7 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 			}
 			o := plan.Outcome(pt, res, filepath.Base(path))
 			o.File = file
+			o.Page = err == nil && pages && writePage(t, dir, res)
 			out = append(out, o)
 		})
 	}
@@ -211,8 +213,10 @@ func found(outcomes []explore.Outcome) bool {
 // runInputs runs input points of plan, one subtest each (its round trip,
 // or its runs apart when the round trip cannot stand for them: runInput),
 // and judges each. A point that fails is shrunk
-// (Plan.ShrinkInput), each candidate a subtest of the point's.
-func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, take func(k int) bool, dir string, first bool) []explore.Outcome {
+// (Plan.ShrinkInput), each candidate a subtest of the point's. With pages,
+// it writes the page of each point's result beside it (not of the
+// candidates').
+func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, take func(k int) bool, dir string, first, pages bool) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Error(err)
@@ -228,11 +232,11 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 			continue
 		}
 		t.Run(pt.ID, func(t *testing.T) {
-			o := runInput(t, plan, c, others, pt, dir, root)
+			o := runInput(t, plan, c, others, pt, dir, root, pages)
 			if len(o.Differences) > 0 && o.Error == "" {
 				run := func(cand explore.InputPoint) explore.Outcome {
 					var co explore.Outcome
-					t.Run(cand.ID, func(t *testing.T) { co = runInput(t, plan, c, others, cand, dir, root) })
+					t.Run(cand.ID, func(t *testing.T) { co = runInput(t, plan, c, others, cand, dir, root, false) })
 					return co
 				}
 				small, so, runs := plan.ShrinkInput(pt, o, run, explore.DefaultInputShrinkRuns)
@@ -252,9 +256,11 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 // when it cannot stand for pt's other runs (Plan.RoundTripOf), it runs
 // pt's fresh and recovery runs, and its transition run when the recovery
 // run cannot stand for it (Plan.TransitionOf), and judges them. It writes
-// their scenario files and results into dir.
-func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, pt explore.InputPoint, dir, root string) explore.Outcome {
+// their scenario files and results into dir, and with pages the page of
+// the result the outcome names.
+func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, pt explore.InputPoint, dir, root string, pages bool) explore.Outcome {
 	t.Helper()
+	written := map[string]*reports.Result{} // by result file
 	run := func(s *scenarios.Scenario) (*reports.Result, string, string, error) {
 		file := filepath.Join(dir, "points", s.Name+".yaml")
 		if err := writeScenario(file, s); err != nil {
@@ -265,36 +271,56 @@ func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others m
 		path, err := reports.Write(dir, res)
 		if err != nil {
 			t.Errorf("writing the result: %v", err)
+		} else {
+			written[filepath.Base(path)] = res
 		}
 		return res, filepath.Base(path), file, nil
 	}
-	round, result, file, err := run(pt.RoundTrip(plan.Scenario))
-	if err != nil {
-		return explore.Outcome{Point: pt.Point(), Error: err.Error()}
-	}
-	if o, ok := plan.RoundTripOutcome(pt, round, result); ok {
+	judge := func() explore.Outcome {
+		round, result, file, err := run(pt.RoundTrip(plan.Scenario))
+		if err != nil {
+			return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+		}
+		if o, ok := plan.RoundTripOutcome(pt, round, result); ok {
+			o.File = file
+			return o
+		}
+		t.Logf("%s: the round trip cannot stand for the runs of the point (it missed a write, or had not gone quiet before one): running them", pt.ID)
+		fresh, _, _, err := run(pt.Fresh(plan.Scenario))
+		if err != nil {
+			return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+		}
+		recovery, result, file, err := run(pt.Recovery(plan.Scenario))
+		if err != nil {
+			return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+		}
+		var transition *reports.Result
+		if _, ok := plan.TransitionOf(pt, recovery); !ok {
+			if transition, result, file, err = run(pt.Transition(plan.Scenario)); err != nil {
+				return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+			}
+		}
+		o := plan.InputOutcome(pt, transition, fresh, recovery, result)
+		o.Wall += round.Wall
 		o.File = file
 		return o
 	}
-	t.Logf("%s: the round trip cannot stand for the runs of the point (it missed a write, or had not gone quiet before one): running them", pt.ID)
-	fresh, _, _, err := run(pt.Fresh(plan.Scenario))
-	if err != nil {
-		return explore.Outcome{Point: pt.Point(), Error: err.Error()}
+	o := judge()
+	if res := written[o.Result]; pages && res != nil {
+		o.Page = writePage(t, dir, res)
 	}
-	recovery, result, file, err := run(pt.Recovery(plan.Scenario))
-	if err != nil {
-		return explore.Outcome{Point: pt.Point(), Error: err.Error()}
-	}
-	var transition *reports.Result
-	if _, ok := plan.TransitionOf(pt, recovery); !ok {
-		if transition, result, file, err = run(pt.Transition(plan.Scenario)); err != nil {
-			return explore.Outcome{Point: pt.Point(), Error: err.Error()}
-		}
-	}
-	o := plan.InputOutcome(pt, transition, fresh, recovery, result)
-	o.Wall += round.Wall
-	o.File = file
 	return o
+}
+
+// writePage writes res's page into dir (reports.WritePage), saying
+// whether it did: a page that could not be written is left to the report,
+// which renders it from the result.
+func writePage(t *testing.T, dir string, res *reports.Result) bool {
+	if err := reports.WritePage(dir, res); err != nil {
+		t.Logf("writing the page of %s: %v (the report renders it)", res.FileName(), err)
+		return false
+	}
+	return true
 }
 
 // exploreRun runs s once on fake, keeping its end state.
@@ -481,9 +507,9 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		}
 		var outcomes []explore.Outcome
 		if inv.ExploreInputs {
-			outcomes = runInputs(t, plan, c, others, inputs, take, dir, false)
+			outcomes = runInputs(t, plan, c, others, inputs, take, dir, false, true)
 		} else {
-			outcomes = runPoints(t, plan, c, others, points, take, dir, false)
+			outcomes = runPoints(t, plan, c, others, points, take, dir, false, true)
 		}
 		b, err := json.Marshal(outcomes)
 		if err == nil {
