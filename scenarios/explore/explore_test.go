@@ -45,6 +45,26 @@ func TestFlattenKeepsPresenceOfTimes(t *testing.T) {
 	assert.Equal(t, "a.b[*].c[*]", field("a.b[0].c[12]"))
 }
 
+// A number flattens as JSON writes it, whether the object held it as a
+// run does (int64) or as a result read back from its file does (float64).
+func TestFlattenNumbersAsJSON(t *testing.T) {
+	for _, n := range []struct {
+		asRun, asRead any
+		want          string
+	}{
+		{int64(2), float64(2), "2"},
+		{int64(1048576), float64(1048576), "1048576"},
+		{int64(1) << 40, float64(int64(1) << 40), "1099511627776"},
+		{int(-3), float64(-3), "-3"},
+		{float64(0.25), float64(0.25), "0.25"},
+	} {
+		run := flatten(map[string]any{"spec": map[string]any{"n": n.asRun}})
+		read := flatten(map[string]any{"spec": map[string]any{"n": n.asRead}})
+		assert.Equal(t, map[string]string{"spec.n": n.want}, run, "%T %v", n.asRun, n.asRun)
+		assert.Equal(t, run, read, "%v", n.asRun)
+	}
+}
+
 func TestTargetOfAFiring(t *testing.T) {
 	for request, want := range map[string]chaos.Target{
 		"patch deployments converge/web-1":        {Verbs: []string{"patch"}, Resource: "deployments", Name: "web-1"},

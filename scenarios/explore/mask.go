@@ -1,7 +1,9 @@
 package explore
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -135,7 +137,8 @@ var timestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+
 
 // flatten is obj as leaf path -> value, list indexes kept as [i] in the
 // key and [*] in the field name. Values that are timestamps become
-// "<time>": their presence counts, not their value.
+// "<time>": their presence counts, not their value. A number is written
+// as JSON carries it (flatNumber), whichever Go type holds it.
 func flatten(obj map[string]any) map[string]string {
 	out := map[string]string{}
 	var walk func(prefix string, v any)
@@ -167,11 +170,50 @@ func flatten(obj map[string]any) map[string]string {
 		case nil:
 			out[prefix] = "null"
 		default:
+			if n, ok := flatNumber(x); ok {
+				out[prefix] = n
+				return
+			}
 			out[prefix] = fmt.Sprint(x)
 		}
 	}
 	walk("", obj)
 	return out
+}
+
+// flatNumber writes a number as the float64 a JSON decoder reads it as,
+// in JSON's spelling: an object whose integers were kept as int64 (as the
+// API machinery decodes, and a run holds its objects) and the same object
+// read back from a file (float64) flatten alike, large numbers included
+// (fmt writes float64(1048576) as 1.048576e+06). False for no number.
+func flatNumber(v any) (string, bool) {
+	var f float64
+	switch n := v.(type) {
+	case float64:
+		f = n
+	case float32:
+		f = float64(n)
+	case int64:
+		f = float64(n)
+	case int:
+		f = float64(n)
+	case int32:
+		f = float64(n)
+	case uint64:
+		f = float64(n)
+	case json.Number:
+		var err error
+		if f, err = n.Float64(); err != nil {
+			return string(n), true
+		}
+	default:
+		return "", false
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Sprint(f), true
+	}
+	b, _ := json.Marshal(f)
+	return string(b), true
 }
 
 var index = regexp.MustCompile(`\[\d+\]`)

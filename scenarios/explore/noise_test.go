@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -129,6 +130,31 @@ func TestJudgeSkipsNoise(t *testing.T) {
 		got = append(got, d.Oracle+" "+d.Field+" "+d.Object)
 	}
 	assert.ElementsMatch(t, []string{"end-state data.v copy-a", "end-state (exists) copy-d", "events added/deleted configmaps/copy-b"}, got)
+}
+
+// The points' processes judge their runs, which hold their objects' whole
+// numbers as int64, against a plan read back from its file, whose
+// references hold them as float64: a large number is the same number
+// (fmt wrote float64(1200000) as 1.2e+06, a difference on every point).
+func TestJudgeAgainstAPlanReadBack(t *testing.T) {
+	big := func(token string) *reports.Result {
+		return configMaps(map[string]map[string]any{"copy-a": {"deadline": int64(1200000), "ratio": 0.5, "token": token}}, map[string]EventCount{"copy-a": {1, 0}})
+	}
+	p, err := NewPlan(copierScenario(t), "fake", 1, []*reports.Result{big("x"), big("y")}, Masks{})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "plan.json")
+	require.NoError(t, p.Write(path))
+	read, err := ReadPlan(path)
+	require.NoError(t, err)
+	require.IsType(t, float64(0), read.References[0].History.End[0].Object["data"].(map[string]any)["deadline"])
+	assert.Empty(t, read.Judge(big("z")))
+	wrong := big("z")
+	wrong.History.End[0].Object["data"].(map[string]any)["deadline"] = int64(1200001)
+	var got []string
+	for _, d := range read.Judge(wrong) {
+		got = append(got, d.Oracle+" "+d.Field+" "+d.Detail)
+	}
+	assert.Equal(t, []string{"end-state data.deadline ConfigMap copy-a: data.deadline is 1200001, the references' 1200000"}, got)
 }
 
 // The fault's duration is read from the run: its firings, its hold, the

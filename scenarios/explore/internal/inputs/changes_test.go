@@ -524,4 +524,14 @@ properties:
 		assert.Equal(t, tc.noop, NoOp(s, obj, changed), "%s", tc.c)
 	}
 	assert.Equal(t, int64(8080), obj["spec"].(map[string]any)["port"], "obj is not modified")
+
+	// The object as a result read back from its file holds it: its
+	// numbers are float64, the schema's default an int64.
+	read := object(map[string]any{"port": float64(8080), "replicas": float64(2)})
+	removed, err := Apply(read, Change{Path: "spec.port", Op: OpRemove})
+	require.NoError(t, err)
+	assert.True(t, NoOp(s, read, removed), "a defaulted field removed from an object read back")
+	set, err := Apply(read, Change{Path: "spec.replicas", Op: OpSet, Value: int64(2)})
+	require.NoError(t, err)
+	assert.True(t, NoOp(s, read, set), "a float64 2 set to int64 2")
 }

@@ -7,7 +7,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
-	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // SchemaOf is the structural schema of crd's version, from the object's
@@ -39,11 +38,13 @@ func SchemaOf(crd *apiextensionsv1.CustomResourceDefinition, version string) (*s
 
 // NoOp says whether changed, obj after a change, is what the API server
 // would store for obj anyway: equal to it once both have the schema's
-// defaults applied (a defaulted field removed, or set to its default).
-// Neither is modified.
+// defaults applied (a defaulted field removed, or set to its default), as
+// JSON values: an object read back from a result (its numbers float64) is
+// no different from one a run holds (its integers int64). Neither is
+// modified.
 func NoOp(s *structuralschema.Structural, obj, changed map[string]any) bool {
 	a, b := deepCopy(obj), deepCopy(changed)
 	structuraldefaulting.Default(a, s)
 	structuraldefaulting.Default(b, s)
-	return equality.Semantic.DeepEqual(a, b)
+	return equal(a, b)
 }
