@@ -109,10 +109,6 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	if err := runTests(ctx, "the reference runs of "+l.Name, p.tests, base, inv, nil, f.parallel+1, p.report, stderr); err != nil {
 		return errors.Join(err, shards.wait(0))
 	}
-	plan, err := explore.ReadPlan(planFile)
-	if err != nil {
-		return errors.Join(err, shards.wait(0))
-	}
 	var refs []explore.Outcome
 	if err := readJSON(filepath.Join(p.report, "outcomes-references.json"), &refs); err != nil {
 		return errors.Join(err, shards.wait(0))
@@ -123,6 +119,16 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	}
 	var outcomes []explore.Outcome
 	var pointsTook time.Duration // from sending the shards to their end
+	pointsBegan := time.Now()
+	if !failing {
+		// Every process takes the points through the claims, so they start
+		// before the plan is read here: one that finds none ends.
+		shards.send(f.parallel)
+	}
+	plan, err := explore.ReadPlan(planFile)
+	if err != nil {
+		return errors.Join(err, shards.wait(0))
+	}
 	if failing {
 		if err := shards.wait(0); err != nil {
 			return err
@@ -139,15 +145,13 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 				ids = append(ids, pt.ID)
 			}
 		}
-		n := min(f.parallel, max(len(ids), 1))
-		fmt.Fprintf(stdout, "%d %s in %d processes\n", len(ids), what, n)
-		pointsBegan := time.Now()
-		if err := shards.wait(n); err != nil {
+		fmt.Fprintf(stdout, "%d %s in %d processes\n", len(ids), what, min(f.parallel, max(len(ids), 1)))
+		if err := shards.wait(0); err != nil {
 			return err
 		}
 		pointsTook = time.Since(pointsBegan)
 		byID := map[string]explore.Outcome{}
-		for i := range n {
+		for i := range f.parallel {
 			var part []explore.Outcome
 			if err := readJSON(filepath.Join(p.report, fmt.Sprintf("outcomes-%d.json", i)), &part); err != nil {
 				return err
@@ -225,10 +229,10 @@ func startShards(ctx context.Context, name string, t *tests, args []string, inv 
 	return s
 }
 
-// wait gives the first n processes shard i of n each (they share the
-// points through the claims folder), and the others none, then waits for
-// them all.
-func (s *shardProcesses) wait(n int) error {
+// send gives the first n processes shard i of n each (they share the
+// points through the claims folder), and the others none: they end.
+// Only the first call sends.
+func (s *shardProcesses) send(n int) {
 	for i, w := range s.feeds {
 		if i < n {
 			// A process that has ended cannot take it: its exit says why,
@@ -237,6 +241,13 @@ func (s *shardProcesses) wait(n int) error {
 		}
 		w.Close()
 	}
+	s.feeds = nil
+}
+
+// wait sends the first n processes their shards, unless send did, then
+// waits for them all.
+func (s *shardProcesses) wait(n int) error {
+	s.send(n)
 	s.wg.Wait()
 	return errors.Join(append(s.errs, os.RemoveAll(s.claims))...)
 }
