@@ -9,9 +9,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -182,7 +185,7 @@ func bucketWidth(end float64) float64 {
 }
 
 func faultRow(lanes []laneView) *plot.Plot {
-	pl := plot.New()
+	pl := newPlot()
 	pl.Title.Text = "faults: declared windows shaded, firings as ticks"
 	var ticks []plot.Tick
 	for i, l := range lanes {
@@ -232,7 +235,7 @@ func requestRows(r *Result, bucket, end float64) (byCode, byVerb *plot.Plot) {
 		verbs[q.Verb][i]++
 	}
 
-	byCode = plot.New()
+	byCode = newPlot()
 	byCode.Title.Text = fmt.Sprintf("requests of the controller by status, per %gs", bucket)
 	// Stacked: draw the running totals from the top class down.
 	total := make([]float64, n)
@@ -262,7 +265,7 @@ func requestRows(r *Result, bucket, end float64) (byCode, byVerb *plot.Plot) {
 	}
 	byCode.Y.Min = 0
 
-	byVerb = plot.New()
+	byVerb = newPlot()
 	byVerb.Title.Text = fmt.Sprintf("requests by verb, per %gs", bucket)
 	names := make([]string, 0, len(verbs))
 	for v := range verbs {
@@ -290,7 +293,7 @@ func requestRows(r *Result, bucket, end float64) (byCode, byVerb *plot.Plot) {
 }
 
 func controllerRow(r *Result, bucket, end float64) *plot.Plot {
-	pl := plot.New()
+	pl := newPlot()
 	pl.Title.Text = fmt.Sprintf("controller: queue depth; reconciles and retries per %gs", bucket)
 	s := r.History.Samples
 	if len(s) == 0 {
@@ -399,7 +402,7 @@ func chartedObjects(r *Result) []string {
 
 // objectRow draws an object's series: one step line per field.
 func objectRow(r *Result, object string, end float64) *plot.Plot {
-	pl := plot.New()
+	pl := newPlot()
 	var fields []string
 	i := 0
 	for _, s := range r.History.Series {
@@ -430,7 +433,7 @@ func objectRow(r *Result, object string, end float64) *plot.Plot {
 }
 
 func deploymentRow(r *Result, name string, end float64) *plot.Plot {
-	pl := plot.New()
+	pl := newPlot()
 	pl.Title.Text = "deployment " + name + ": desired, pods and ready pods, and its max"
 	var desired, pods, ready plotter.XYs
 	var maxReplicas float64
@@ -562,4 +565,57 @@ func (ls laneBands) DataRange() (xmin, xmax, ymin, ymax float64) {
 		ymin, ymax = math.Min(ymin, l.Y-0.5), math.Max(ymax, l.Y+0.5)
 	}
 	return
+}
+
+// newPlot is plot.New with its texts measured through measuredText.
+func newPlot() *plot.Plot {
+	pl := plot.New()
+	pl.TextHandler = measuredText
+	pl.Title.TextStyle.Handler = measuredText
+	pl.Legend.TextStyle.Handler = measuredText
+	for _, a := range []*plot.Axis{&pl.X, &pl.Y} {
+		a.Label.TextStyle.Handler = measuredText
+		a.Tick.Label.Handler = measuredText
+	}
+	return pl
+}
+
+// measuredText is gonum's default text handler, remembering the size of
+// each text it measured in each font: laying a page's rows out measures
+// the same titles and tick labels over and over, a sixth of a page's
+// rendering, and the pages of a report share most of them.
+var measuredText = &measured{Handler: plot.DefaultTextHandler}
+
+type measured struct {
+	text.Handler
+	mu    sync.Mutex
+	boxes map[textInFont][3]vg.Length
+}
+
+type textInFont struct {
+	text string
+	font font.Font
+}
+
+// maxMeasured bounds what measured keeps: past it, it starts again.
+const maxMeasured = 4096
+
+// Box is the wrapped handler's, from memory when it measured txt in fnt
+// before.
+func (m *measured) Box(txt string, fnt font.Font) (width, height, depth vg.Length) {
+	k := textInFont{txt, fnt}
+	m.mu.Lock()
+	b, ok := m.boxes[k]
+	m.mu.Unlock()
+	if ok {
+		return b[0], b[1], b[2]
+	}
+	width, height, depth = m.Handler.Box(txt, fnt)
+	m.mu.Lock()
+	if m.boxes == nil || len(m.boxes) >= maxMeasured {
+		m.boxes = make(map[textInFont][3]vg.Length)
+	}
+	m.boxes[k] = [3]vg.Length{width, height, depth}
+	m.mu.Unlock()
+	return width, height, depth
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/converge-lab/converge/internal/bounded"
 	"github.com/converge-lab/converge/scenarios/check"
 	"github.com/converge-lab/converge/scenarios/expect"
 )
@@ -28,13 +30,36 @@ func (s *Scenario) kindSchemas() kindSchemas {
 		if o.Manifest == nil || o.Manifest["apiVersion"] != crdKind.GroupVersion().String() || o.Manifest["kind"] != crdKind.Kind {
 			continue
 		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(o.Manifest), &crd); err != nil {
-			continue // refused when it is installed
-		}
-		for gvk, sch := range expect.CRDSchemas(&crd) {
+		for gvk, sch := range crdSchemas(o.Manifest) {
 			out.crds[gvk] = sch
 		}
+	}
+	return out
+}
+
+// crdSchemasSeen are the schemas of the CRD manifests read, by their
+// JSON: each run validates its scenario again, and every run of an
+// exploration or a campaign carries the same CRDs, whose conversion was
+// most of a validation.
+var crdSchemasSeen = bounded.Map[map[schema.GroupVersionKind]*expect.Schema]{Limit: 256}
+
+// crdSchemas are the schemas of the CRD manifest (expect.CRDSchemas):
+// none when it is no CRD, which is refused when it is installed. The map
+// is shared: not to be changed.
+func crdSchemas(manifest map[string]any) map[schema.GroupVersionKind]*expect.Schema {
+	key, err := json.Marshal(manifest)
+	if err == nil {
+		if out, ok := crdSchemasSeen.Get(string(key)); ok {
+			return out
+		}
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(manifest), &crd); err != nil {
+		return nil
+	}
+	out := expect.CRDSchemas(&crd)
+	if key != nil {
+		crdSchemasSeen.Put(string(key), out)
 	}
 	return out
 }

@@ -1,12 +1,14 @@
 package fake
 
 import (
+	"encoding/json"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/converge-lab/converge/internal/bounded"
 	"github.com/converge-lab/converge/sim/fake/internal/builtin"
 )
 
@@ -30,9 +32,29 @@ func (m *mapper) get() meta.RESTMapper {
 		m.s.mu.Lock()
 		extra := m.s.customDiscovery()
 		m.s.mu.Unlock()
-		m.delegate = restmapper.NewDiscoveryRESTMapper(builtin.GroupResources(extra))
+		m.delegate = discoveryMapper(extra)
 	}
 	return m.delegate
+}
+
+// discoveryMappers are the mappers built, by what the servers served
+// beside the built-in resources: every run of a scenario serves the same
+// on a server of its own, and building one over every built-in group was
+// a hundredth of a short run's CPU. A mapper is only read once built.
+var discoveryMappers = bounded.Map[meta.RESTMapper]{Limit: 64}
+
+// discoveryMapper is the mapper of the built-in resources and extra.
+func discoveryMapper(extra []builtin.Resource) meta.RESTMapper {
+	key, err := json.Marshal(extra)
+	if err != nil {
+		return restmapper.NewDiscoveryRESTMapper(builtin.GroupResources(extra))
+	}
+	if d, ok := discoveryMappers.Get(string(key)); ok {
+		return d
+	}
+	d := restmapper.NewDiscoveryRESTMapper(builtin.GroupResources(extra))
+	discoveryMappers.Put(string(key), d)
+	return d
 }
 
 // Reset forgets what was read: the next question reads the registry again.

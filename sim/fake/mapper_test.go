@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
+
+	"github.com/converge-lab/converge/sim"
 )
 
 // The in-process mapper answers as client-go's discovery-backed mapper
@@ -34,22 +36,7 @@ func TestTheInProcessMapperAnswersAsDiscovery(t *testing.T) {
 		_, err = env.RESTMapper.RESTMapping(thing)
 		assert.True(t, meta.IsNoMatchError(err), "no CRD yet: %v", err)
 
-		preserve := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
-		version := func(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
-			return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: true, Storage: storage,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": preserve, "status": preserve}}}}
-		}
-		_, err = apiextensions.NewForConfigOrDie(env.RESTConfig).ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: "things.example.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: "example.com", Scope: apiextensionsv1.ClusterScoped,
-				Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "things", Singular: "thing", Kind: "Thing", ListKind: "ThingList", ShortNames: []string{"th"}},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version("v1beta1", false), version("v1", true)},
-			},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
+		createThings(t, env)
 		_, err = env.RESTMapper.RESTMapping(thing)
 		assert.True(t, meta.IsNoMatchError(err), "read before the CRD, not reset since: %v", err)
 		env.RESTMapper.Reset()
@@ -98,5 +85,50 @@ func TestTheInProcessMapperAnswersAsDiscovery(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "v1", m.Resource.Version, "the preferred version: the highest in Kubernetes' order")
 		assert.Equal(t, meta.RESTScopeNameRoot, m.Scope.Name())
+	})
+}
+
+// createThings creates the CRD of the cluster-scoped example.com Thing,
+// served in v1beta1 and v1.
+func createThings(t *testing.T, env *sim.Env) {
+	t.Helper()
+	preserve := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	version := func(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: true, Storage: storage,
+			Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": preserve, "status": preserve}}}}
+	}
+	_, err := apiextensions.NewForConfigOrDie(env.RESTConfig).ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "things.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.ClusterScoped,
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "things", Singular: "thing", Kind: "Thing", ListKind: "ThingList", ShortNames: []string{"th"}},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version("v1beta1", false), version("v1", true)},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// Servers that serve the same resources share a mapper; one does not map
+// what only another serves, whichever asked first.
+func TestServersShareOnlyTheMappersOfWhatTheyServe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, with := start(t)
+		_, without := start(t)
+		createThings(t, with)
+		with.RESTMapper.Reset()
+		thing := schema.GroupKind{Group: "example.com", Kind: "Thing"}
+		_, err := with.RESTMapper.RESTMapping(thing)
+		require.NoError(t, err)
+		_, err = without.RESTMapper.RESTMapping(thing)
+		assert.True(t, meta.IsNoMatchError(err), "a server without the CRD: %v", err)
+
+		_, again := start(t)
+		createThings(t, again)
+		again.RESTMapper.Reset()
+		m, err := again.RESTMapper.RESTMapping(thing)
+		require.NoError(t, err)
+		assert.Equal(t, "v1", m.Resource.Version)
 	})
 }

@@ -3,6 +3,7 @@ package inputs
 import (
 	"context"
 	"errors"
+	"sync"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
@@ -37,12 +38,35 @@ func NewValidator(s *structuralschema.Structural) (*Validator, error) {
 	if s == nil {
 		return nil, errors.New("no schema")
 	}
-	return &Validator{
+	validators.Lock()
+	defer validators.Unlock()
+	if v, ok := validators.m[s]; ok {
+		return v, nil
+	}
+	if validators.m == nil || len(validators.m) >= maxValidators {
+		validators.m = map[*structuralschema.Structural]*Validator{}
+	}
+	v := &Validator{
 		s:      s,
 		schema: apiservervalidation.NewSchemaValidatorFromOpenAPI(s.ToKubeOpenAPI()),
 		cel:    cel.NewValidator(s, true, celconfig.PerCallLimit),
-	}, nil
+	}
+	validators.m[s] = v
+	return v, nil
 }
+
+// validators are the Validators made last, by schema: a plan checks each
+// chain of changes it draws against its object's schema, and making a
+// Validator compiles the schema's CEL rules. A Validator is safe for
+// concurrent use; holding its schema, it keeps the key's pointer from
+// being reused.
+var validators struct {
+	sync.Mutex
+	m map[*structuralschema.Structural]*Validator
+}
+
+// maxValidators bounds validators: past it, it starts again.
+const maxValidators = 16
 
 // Validate returns why the server would refuse obj, as an update of old or,
 // when old is nil, as a create; nil when it would not.
