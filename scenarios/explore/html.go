@@ -69,18 +69,25 @@ func (e *Exploration) HTML() (template.HTML, error) {
 
 // WriteReport writes the HTML report of e into dir, where its runs'
 // results are: the exploration's section above every run, each run with
-// its page. A run whose page its process wrote (Outcome.Page) is only
-// summarised for the index. It returns the index's path.
+// its page, the smallest point a failing one shrank to included (a
+// finding links to it). A run whose page its process wrote (Outcome.Page)
+// is only summarised for the index. It returns the index's path.
 func WriteReport(dir string, e *Exploration) (string, error) {
 	type run struct {
 		file  string
 		paged bool
 	}
 	var runs []run
-	for _, o := range slices.Concat(e.Outcomes, e.ReferenceOutcomes) {
-		if o.Result != "" {
+	seen := map[string]bool{}
+	add := func(o *Outcome) {
+		if o != nil && o.Result != "" && !seen[o.Result] {
+			seen[o.Result] = true
 			runs = append(runs, run{filepath.Join(dir, o.Result), o.Page})
 		}
+	}
+	for _, o := range slices.Concat(e.Outcomes, e.ReferenceOutcomes) {
+		add(&o)
+		add(o.Shrunk)
 	}
 	// Read a core's worth at a time, kept in order: the report waits on
 	// them.
