@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -18,6 +17,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/converge-lab/converge/internal/bounded"
 )
 
 // The run page's charts are drawn by gonum/plot into one SVG: rows stacked
@@ -584,12 +585,11 @@ func newPlot() *plot.Plot {
 // each text it measured in each font: laying a page's rows out measures
 // the same titles and tick labels over and over, a sixth of a page's
 // rendering, and the pages of a report share most of them.
-var measuredText = &measured{Handler: plot.DefaultTextHandler}
+var measuredText = &measured{Handler: plot.DefaultTextHandler, boxes: bounded.Map[textInFont, [3]vg.Length]{Limit: 4096}}
 
 type measured struct {
 	text.Handler
-	mu    sync.Mutex
-	boxes map[textInFont][3]vg.Length
+	boxes bounded.Map[textInFont, [3]vg.Length]
 }
 
 type textInFont struct {
@@ -597,25 +597,14 @@ type textInFont struct {
 	font font.Font
 }
 
-// maxMeasured bounds what measured keeps: past it, it starts again.
-const maxMeasured = 4096
-
 // Box is the wrapped handler's, from memory when it measured txt in fnt
 // before.
 func (m *measured) Box(txt string, fnt font.Font) (width, height, depth vg.Length) {
 	k := textInFont{txt, fnt}
-	m.mu.Lock()
-	b, ok := m.boxes[k]
-	m.mu.Unlock()
-	if ok {
+	if b, ok := m.boxes.Get(k); ok {
 		return b[0], b[1], b[2]
 	}
 	width, height, depth = m.Handler.Box(txt, fnt)
-	m.mu.Lock()
-	if m.boxes == nil || len(m.boxes) >= maxMeasured {
-		m.boxes = make(map[textInFont][3]vg.Length)
-	}
-	m.boxes[k] = [3]vg.Length{width, height, depth}
-	m.mu.Unlock()
+	m.boxes.Put(k, [3]vg.Length{width, height, depth})
 	return width, height, depth
 }

@@ -41,7 +41,7 @@ func (s *Scenario) kindSchemas() kindSchemas {
 // JSON: each run validates its scenario again, and every run of an
 // exploration or a campaign carries the same CRDs, whose conversion was
 // most of a validation.
-var crdSchemasSeen = bounded.Map[map[schema.GroupVersionKind]*expect.Schema]{Limit: 256}
+var crdSchemasSeen = bounded.Map[string, map[schema.GroupVersionKind]*expect.Schema]{Limit: 256}
 
 // crdSchemas are the schemas of the CRD manifest (expect.CRDSchemas):
 // none when it is no CRD, which is refused when it is installed. The map

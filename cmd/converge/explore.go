@@ -107,11 +107,11 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	shards := startShards(ctx, l.Name, p.tests, base, inv, f.parallel, p.report, stderr)
 	// The reference runs' process and the points' run side by side.
 	if err := runTests(ctx, "the reference runs of "+l.Name, p.tests, base, inv, nil, f.parallel+1, p.report, stderr); err != nil {
-		return errors.Join(err, shards.wait(0))
+		return errors.Join(err, shards.wait())
 	}
 	var refs []explore.Outcome
 	if err := readJSON(filepath.Join(p.report, "outcomes-references.json"), &refs); err != nil {
-		return errors.Join(err, shards.wait(0))
+		return errors.Join(err, shards.wait())
 	}
 	failing := false
 	for _, o := range refs {
@@ -127,10 +127,10 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	}
 	plan, err := explore.ReadPlan(planFile)
 	if err != nil {
-		return errors.Join(err, shards.wait(0))
+		return errors.Join(err, shards.wait())
 	}
 	if failing {
-		if err := shards.wait(0); err != nil {
+		if err := shards.wait(); err != nil {
 			return err
 		}
 	} else {
@@ -146,7 +146,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 			}
 		}
 		fmt.Fprintf(stdout, "%d %s in %d processes\n", len(ids), what, min(f.parallel, max(len(ids), 1)))
-		if err := shards.wait(0); err != nil {
+		if err := shards.wait(); err != nil {
 			return err
 		}
 		pointsTook = time.Since(pointsBegan)
@@ -244,10 +244,10 @@ func (s *shardProcesses) send(n int) {
 	s.feeds = nil
 }
 
-// wait sends the first n processes their shards, unless send did, then
-// waits for them all.
-func (s *shardProcesses) wait(n int) error {
-	s.send(n)
+// wait waits for every process, those send gave no shard (or that it was
+// not called for) running none.
+func (s *shardProcesses) wait() error {
+	s.send(0)
 	s.wg.Wait()
 	return errors.Join(append(s.errs, os.RemoveAll(s.claims))...)
 }

@@ -182,7 +182,9 @@ func TestShardProcessesWaitForTheirShard(t *testing.T) {
 	script := `if read -r shard; then echo "$shard" > "shard-$(echo "$shard" | tr / -)"; else mktemp -p . none-XXXXXX; fi`
 	sh := &tests{bin: "/bin/sh", dir: dir}
 	p := startShards(t.Context(), "test", sh, []string{"-c", script}, invocation.Invocation{}, 3, dir, io.Discard)
-	require.NoError(t, p.wait(2))
+	p.send(2)
+	p.send(3) // only the first call sends
+	require.NoError(t, p.wait())
 	for i := range 2 {
 		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("shard-%d-2", i)))
 		require.NoError(t, err)
@@ -194,7 +196,8 @@ func TestShardProcessesWaitForTheirShard(t *testing.T) {
 
 	// Processes that end before their shard comes: wait returns.
 	p = startShards(t.Context(), "test", sh, []string{"-c", "exit 0"}, invocation.Invocation{}, 2, dir, io.Discard)
-	assert.NoError(t, p.wait(2))
+	p.send(2)
+	assert.NoError(t, p.wait())
 	p = startShards(t.Context(), "test", sh, []string{"-c", "exit 3"}, invocation.Invocation{}, 2, dir, io.Discard)
-	assert.ErrorContains(t, p.wait(0), "exit status 3")
+	assert.ErrorContains(t, p.wait(), "exit status 3")
 }

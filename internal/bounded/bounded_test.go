@@ -9,7 +9,7 @@ import (
 
 // A value put is got back; past its limit the map starts again.
 func TestMapStartsAgainPastItsLimit(t *testing.T) {
-	m := Map[int]{Limit: 3}
+	m := Map[string, int]{Limit: 3}
 	_, ok := m.Get("a")
 	assert.False(t, ok)
 	for i := range 3 {

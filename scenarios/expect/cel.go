@@ -123,7 +123,7 @@ func Compile(src string, transition bool) (*Expression, error) {
 // exploration runs one scenario's rules thousands of times. An Expression
 // does not change once built and its program is safe for concurrent use
 // (what an evaluation counts lives in its activation).
-var compiled = bounded.Map[*Expression]{Limit: maxCompiled}
+var compiled = bounded.Map[string, *Expression]{Limit: maxCompiled}
 
 const maxCompiled = 4096
 

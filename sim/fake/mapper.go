@@ -41,7 +41,7 @@ func (m *mapper) get() meta.RESTMapper {
 // beside the built-in resources: every run of a scenario serves the same
 // on a server of its own, and building one over every built-in group was
 // a hundredth of a short run's CPU. A mapper is only read once built.
-var discoveryMappers = bounded.Map[meta.RESTMapper]{Limit: 64}
+var discoveryMappers = bounded.Map[string, meta.RESTMapper]{Limit: 64}
 
 // discoveryMapper is the mapper of the built-in resources and extra.
 func discoveryMapper(extra []builtin.Resource) meta.RESTMapper {

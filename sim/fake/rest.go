@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -723,7 +722,7 @@ func (h *handler) watch(w http.ResponseWriter, req *http.Request, rq request) er
 			if !ok {
 				return nil
 			}
-			data, err := h.s.encodings.encode(rq, e.Object)
+			data, err := h.s.encode(rq, e.Object)
 			if err != nil {
 				return nil
 			}
@@ -753,52 +752,31 @@ func watchFrame(typ watch.EventType, object []byte) []byte {
 	return append(b, "}\n"...)
 }
 
-// encodings keeps the JSON of the objects REST watches sent last, by
-// object, version and kind: every change reaches each watch of its
-// resource (a run's controller's informer and converge's observer at
-// least) as the same stored object, which the store never changes, so it
-// is encoded once. Two generations bound it: when the newer fills, the
-// older goes.
-type encodings struct {
-	mu         sync.Mutex
-	new, older map[encodingKey][]byte
-}
-
+// encodingKey is an object as a REST watch encodes it (store.encoded).
 type encodingKey struct {
 	obj  runtime.Object // compared by pointer: a stored object is never changed
 	gv   schema.GroupVersion
 	kind string
 }
 
+// encodingsKept bounds store.encoded.
 const encodingsKept = 256
 
-// encode is encode(rq, obj, true), from the cache when a watch sent obj
-// in this version before. The bytes returned are shared: not to be
-// changed.
-func (c *encodings) encode(rq request, obj runtime.Object) ([]byte, error) {
+// encode is encode(rq, obj, true), from s.encoded when a watch sent obj
+// in this version before: every change reaches each watch of its
+// resource (a run's controller's informer and converge's observer at
+// least) as the same stored object. The bytes returned are shared: not
+// to be changed.
+func (s *store) encode(rq request, obj runtime.Object) ([]byte, error) {
 	k := encodingKey{obj: obj, gv: rq.gv, kind: rq.r.kind}
-	c.mu.Lock()
-	data, ok := c.new[k]
-	if !ok {
-		data, ok = c.older[k]
-	}
-	c.mu.Unlock()
-	if ok {
+	if data, ok := s.encoded.Get(k); ok {
 		return data, nil
 	}
 	data, err := encode(rq, obj, true)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.new) >= encodingsKept {
-		c.older, c.new = c.new, nil
-	}
-	if c.new == nil {
-		c.new = make(map[encodingKey][]byte, encodingsKept)
-	}
-	c.new[k] = data
+	s.encoded.Put(k, data)
 	return data, nil
 }
 

@@ -29,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-lab/converge/internal/bounded"
 )
 
 // store is the in-memory API's state: one resourceVersion counter, one
@@ -61,8 +63,8 @@ type store struct {
 	// created counts the objects created under each name, so that one
 	// made again under a name has a uid of its own (uidOf).
 	created map[createdKey]int64
-	// encodings are the objects REST watches sent, encoded.
-	encodings encodings
+	// encoded are the objects REST watches sent last, encoded (encode).
+	encoded bounded.Map[encodingKey, []byte]
 }
 
 type createdKey struct {
@@ -124,6 +126,7 @@ func newStore(clk clock.PassiveClock, historyLimit int) *store {
 
 		generated: map[generatedKey]int64{},
 		created:   map[createdKey]int64{},
+		encoded:   bounded.Map[encodingKey, []byte]{Limit: encodingsKept},
 	}
 	s.kinds = newRegistry(s)
 	return s

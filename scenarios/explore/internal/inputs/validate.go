@@ -3,7 +3,6 @@ package inputs
 import (
 	"context"
 	"errors"
-	"sync"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
@@ -13,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
+
+	"github.com/converge-lab/converge/internal/bounded"
 )
 
 // A Validator checks a custom resource against its structural schema with
@@ -38,20 +39,15 @@ func NewValidator(s *structuralschema.Structural) (*Validator, error) {
 	if s == nil {
 		return nil, errors.New("no schema")
 	}
-	validators.Lock()
-	defer validators.Unlock()
-	if v, ok := validators.m[s]; ok {
+	if v, ok := validators.Get(s); ok {
 		return v, nil
-	}
-	if validators.m == nil || len(validators.m) >= maxValidators {
-		validators.m = map[*structuralschema.Structural]*Validator{}
 	}
 	v := &Validator{
 		s:      s,
 		schema: apiservervalidation.NewSchemaValidatorFromOpenAPI(s.ToKubeOpenAPI()),
 		cel:    cel.NewValidator(s, true, celconfig.PerCallLimit),
 	}
-	validators.m[s] = v
+	validators.Put(s, v)
 	return v, nil
 }
 
@@ -60,13 +56,7 @@ func NewValidator(s *structuralschema.Structural) (*Validator, error) {
 // Validator compiles the schema's CEL rules. A Validator is safe for
 // concurrent use; holding its schema, it keeps the key's pointer from
 // being reused.
-var validators struct {
-	sync.Mutex
-	m map[*structuralschema.Structural]*Validator
-}
-
-// maxValidators bounds validators: past it, it starts again.
-const maxValidators = 16
+var validators = bounded.Map[*structuralschema.Structural, *Validator]{Limit: 16}
 
 // Validate returns why the server would refuse obj, as an update of old or,
 // when old is nil, as a create; nil when it would not.

@@ -16,8 +16,8 @@ import (
 // Kind is safe for concurrent use, and neither depends on anything but the
 // CRD.
 var (
-	kinds  = bounded.Map[*Kind]{Limit: maxMemo}
-	checks = bounded.Map[field.ErrorList]{Limit: maxMemo}
+	kinds  = bounded.Map[string, *Kind]{Limit: maxMemo}
+	checks = bounded.Map[string, field.ErrorList]{Limit: maxMemo}
 )
 
 const maxMemo = 256
