@@ -553,6 +553,44 @@ func ReadSummary(path string) (*Result, error) {
 	return &s.Result, nil
 }
 
+// WriteSummaries writes into the file path the summaries of results,
+// each without its history (what ReadSummary reads of a result file):
+// what a process that ran them and wrote their pages (WritePage) tells
+// the report that lists them, which then reads none of their files.
+func WriteSummaries(path string, results []*Result) error {
+	out := make([]Result, 0, len(results))
+	for _, r := range results {
+		s := *r
+		s.History = History{}
+		out = append(out, s)
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("reports: encoding the summaries: %w", err)
+	}
+	return writeFile(path, data)
+}
+
+// ReadSummaries reads a file WriteSummaries wrote. A summary of another
+// schema than this converge's is an error: the report reads that run's
+// file instead.
+func ReadSummaries(path string) ([]*Result, error) {
+	data, err := userfile.ReadFile(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Result
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("reports: %s: %w", path, err)
+	}
+	for _, r := range out {
+		if r == nil || r.Schema != SchemaVersion {
+			return nil, fmt.Errorf("reports: %s: a summary that is not of schema %q", path, SchemaVersion)
+		}
+	}
+	return out, nil
+}
+
 // skipped is a JSON value left undecoded.
 type skipped struct{}
 

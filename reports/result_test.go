@@ -74,6 +74,35 @@ func TestReadSummary(t *testing.T) {
 	assert.ErrorContains(t, err, "bad.json")
 }
 
+// A file of summaries holds the results without their histories, each
+// as ReadSummary reads it from its own file; one of another schema, or
+// no such file, is an error, and the report reads the runs' files.
+func TestSummaries(t *testing.T) {
+	dir := t.TempDir()
+	a, b := sample("baseline", false), sample("webapp", true)
+	a.History.Events = []reports.WatchEvent{{Type: "ADDED", Resource: "deployments", Name: "web-0",
+		Object: map[string]any{"spec": map[string]any{"replicas": float64(2)}}}}
+	path := filepath.Join(dir, "summaries-0.json")
+	require.NoError(t, reports.WriteSummaries(path, []*reports.Result{a, b}))
+	assert.NotEmpty(t, a.History.Events, "the results themselves are left whole")
+	got, err := reports.ReadSummaries(path)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for i, r := range []*reports.Result{a, b} {
+		file, err := reports.Write(dir, r)
+		require.NoError(t, err)
+		want, err := reports.ReadSummary(file)
+		require.NoError(t, err)
+		assert.Equal(t, want, got[i])
+	}
+
+	require.NoError(t, os.WriteFile(path, []byte(`[{"schema":"converge.dev/result/v9","scenario":"x"}]`), 0o644))
+	_, err = reports.ReadSummaries(path)
+	assert.ErrorContains(t, err, `a summary that is not of schema "converge.dev/result/v3"`)
+	_, err = reports.ReadSummaries(filepath.Join(dir, "none.json"))
+	assert.Error(t, err)
+}
+
 // A v2 result is read as v3: its violations, its missed goal and its error
 // become findings, and its reasons stay as written.
 func TestReadsV2(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"github.com/converge-lab/converge/internal/invocation"
 	"github.com/converge-lab/converge/internal/text"
 	"github.com/converge-lab/converge/internal/userfile"
+	"github.com/converge-lab/converge/reports"
 	"github.com/converge-lab/converge/scenarios/explore"
 	"github.com/converge-lab/converge/sim/fake"
 )
@@ -119,6 +121,9 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	}
 	var outcomes []explore.Outcome
 	var pointsTook time.Duration // from sending the shards to their end
+	// The runs whose pages the points' processes wrote, summarised, by
+	// result file.
+	summaries := map[string]*reports.Result{}
 	pointsBegan := time.Now()
 	if !failing {
 		// Every process takes the points through the claims, so they start
@@ -159,6 +164,18 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 			for _, o := range part {
 				byID[o.Point.ID] = o
 			}
+			// The runs whose pages the process wrote, summarised: the
+			// report reads none of their files. Without them (a process
+			// of an older converge), it reads them.
+			if part, err := reports.ReadSummaries(filepath.Join(p.report, summariesFile(i))); err == nil {
+				for _, r := range part {
+					summaries[r.FileName()] = r
+				}
+			}
+		}
+		// The references' pages, written by the points' processes.
+		for i, o := range refs {
+			refs[i].Page = summaries[o.Result] != nil
 		}
 		for _, id := range ids {
 			if o, ok := byID[id]; ok {
@@ -180,7 +197,7 @@ func exploreScenario(ctx context.Context, f exploreFlags, arg string, stdout, st
 	if err := e.Write(filepath.Join(p.report, "exploration.json")); err != nil {
 		return err
 	}
-	index, err := explore.WriteReport(p.report, e)
+	index, err := explore.WriteReportFrom(p.report, e, summaries)
 	if err != nil {
 		return err
 	}
@@ -209,10 +226,17 @@ type shardProcesses struct {
 func startShards(ctx context.Context, name string, t *tests, args []string, inv invocation.Invocation, parallel int, report string, stderr io.Writer) *shardProcesses {
 	s := &shardProcesses{errs: make([]error, parallel), claims: filepath.Join(report, "claims")}
 	inv.ExploreShard, inv.ExploreClaims = invocation.ShardFromStdin, s.claims
-	// A folder of an earlier exploration's claims would take its points.
+	// A folder of an earlier exploration's claims would take its points,
+	// and its summaries would stand for runs of this one.
 	if err := os.RemoveAll(s.claims); err != nil {
 		s.errs[0] = err
 		return s
+	}
+	for i := range parallel {
+		if err := os.Remove(filepath.Join(report, summariesFile(i))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.errs[0] = err
+			return s
+		}
 	}
 	for i := range parallel {
 		r, w, err := os.Pipe()
@@ -228,6 +252,10 @@ func startShards(ctx context.Context, name string, t *tests, args []string, inv 
 	}
 	return s
 }
+
+// summariesFile is the file of points' process i's summaries of the runs
+// whose pages it wrote (reports.WriteSummaries).
+func summariesFile(i int) string { return fmt.Sprintf("summaries-%d.json", i) }
 
 // send gives the first n processes shard i of n each (they share the
 // points through the claims folder), and the others none: they end.

@@ -55,9 +55,11 @@ func TestExploreTheBaseline(t *testing.T) {
 	for id, n := range ran {
 		assert.Equal(t, 1, n, "%s ran %d times", id, n)
 	}
-	// Each point's page was written by the process that ran it, as the
-	// report would have rendered it from the result.
-	for _, o := range e.Outcomes[:5] {
+	// Each point's page was written by the process that ran it, and each
+	// reference's by one of them, as the report would have rendered it
+	// from the result; the report read none of those results.
+	require.NotEmpty(t, e.ReferenceOutcomes)
+	for _, o := range append(e.Outcomes[:5:5], e.ReferenceOutcomes...) {
 		require.True(t, o.Page, o.Point.ID)
 		r, err := reports.Read(filepath.Join(report, o.Result))
 		require.NoError(t, err)
@@ -68,6 +70,16 @@ func TestExploreTheBaseline(t *testing.T) {
 		assert.Equal(t, want.String(), string(got), o.Point.ID)
 	}
 	assert.NoDirExists(t, filepath.Join(report, "claims"), "the claims are removed once the points ran")
+	summarised := 0
+	for i := range 2 {
+		sums, err := reports.ReadSummaries(filepath.Join(report, fmt.Sprintf("summaries-%d.json", i)))
+		require.NoError(t, err)
+		summarised += len(sums)
+	}
+	assert.Equal(t, len(e.Outcomes)+len(e.ReferenceOutcomes), summarised, "a summary per page written")
+	index, err := os.ReadFile(filepath.Join(report, "index.html"))
+	require.NoError(t, err)
+	assert.Equal(t, len(e.Outcomes)+len(e.ReferenceOutcomes), strings.Count(string(index), `<tr class="pass"`), "a row per run")
 }
 
 // The pace counts the points over the whole exploration and over the

@@ -73,16 +73,28 @@ func (e *Exploration) HTML() (template.HTML, error) {
 // finding links to it). A run whose page its process wrote (Outcome.Page)
 // is only summarised for the index. It returns the index's path.
 func WriteReport(dir string, e *Exploration) (string, error) {
+	return WriteReportFrom(dir, e, nil)
+}
+
+// WriteReportFrom is WriteReport given summaries of runs whose pages are
+// written (reports.WriteSummaries), by result file name: the run of an
+// outcome with its page and its summary there is not read at all.
+func WriteReportFrom(dir string, e *Exploration, summaries map[string]*reports.Result) (string, error) {
 	type run struct {
-		file  string
-		paged bool
+		file    string
+		paged   bool
+		summary *reports.Result
 	}
 	var runs []run
 	seen := map[string]bool{}
 	add := func(o *Outcome) {
 		if o != nil && o.Result != "" && !seen[o.Result] {
 			seen[o.Result] = true
-			runs = append(runs, run{filepath.Join(dir, o.Result), o.Page})
+			r := run{file: filepath.Join(dir, o.Result), paged: o.Page}
+			if o.Page {
+				r.summary = summaries[o.Result]
+			}
+			runs = append(runs, r)
 		}
 	}
 	for _, o := range slices.Concat(e.Outcomes, e.ReferenceOutcomes) {
@@ -95,6 +107,10 @@ func WriteReport(dir string, e *Exploration) (string, error) {
 	var readers errgroup.Group
 	readers.SetLimit(runtime.GOMAXPROCS(0))
 	for i, r := range runs {
+		if r.summary != nil {
+			read[i] = r.summary
+			continue
+		}
 		readers.Go(func() error {
 			// One unreadable is left out.
 			if r.paged {

@@ -51,3 +51,40 @@ func TestEveryLinkOfTheReportHasItsPage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "written by the point's process", string(page), "a written page is not rendered again")
 }
+
+// A run whose page is written and whose summary the report is given is
+// not read: its file is not even there, the index lists it from the
+// summary, and its page is left as it was.
+func TestTheReportReadsNoRunItHasTheSummaryOf(t *testing.T) {
+	dir := t.TempDir()
+	sum := &reports.Result{Schema: reports.SchemaVersion, Scenario: "w-i001-round", Backend: "fake", Seed: 1, Pass: true}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "runs"), 0o755))
+	page := filepath.Join(dir, reports.RunPageName(sum))
+	require.NoError(t, os.WriteFile(page, []byte("written by the point's process"), 0o644))
+	ref, err := reports.Write(dir, &reports.Result{Schema: reports.SchemaVersion, Scenario: "w", Backend: "fake", Seed: 1, Pass: true})
+	require.NoError(t, err)
+	e := &explore.Exploration{
+		Scenario: "w", Controller: "c", Backend: "fake", Seed: 1,
+		Outcomes:          []explore.Outcome{{Point: explore.Point{ID: "i001", Class: explore.Input}, Result: sum.FileName(), Page: true}},
+		ReferenceOutcomes: []explore.Outcome{{Result: filepath.Base(ref)}},
+	}
+	index, err := explore.WriteReportFrom(dir, e, map[string]*reports.Result{sum.FileName(): sum})
+	require.NoError(t, err)
+	html, err := os.ReadFile(index)
+	require.NoError(t, err)
+	assert.Contains(t, string(html), `href="runs/w-i001-round_fake_1.html"`)
+	assert.Contains(t, string(html), `href="runs/w_fake_1.html"`)
+	assert.FileExists(t, filepath.Join(dir, "runs", "w_fake_1.html"), "the reference without a summary is read and rendered")
+	got, err := os.ReadFile(page)
+	require.NoError(t, err)
+	assert.Equal(t, "written by the point's process", string(got))
+
+	// Without the summary, the run's file is read: missing, the run is
+	// left out of the index.
+	index, err = explore.WriteReportFrom(dir, e, nil)
+	require.NoError(t, err)
+	html, err = os.ReadFile(index)
+	require.NoError(t, err)
+	assert.NotContains(t, string(html), `href="runs/w-i001-round_fake_1.html"`)
+	assert.Contains(t, string(html), `href="runs/w_fake_1.html"`)
+}

@@ -2,6 +2,7 @@ package scenariotest
 
 import (
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestClaimsTakeEachPointOnce(t *testing.T) {
 		take := claimer(t, dir)
 		wg.Go(func() {
 			for k := range points {
-				if take(k) {
+				if take(strconv.Itoa(k)) {
 					taken[i] = append(taken[i], k)
 				}
 			}

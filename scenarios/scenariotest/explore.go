@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -85,16 +86,22 @@ func Explore(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, o Expl
 	}
 	var outcomes []explore.Outcome
 	failing := slices.ContainsFunc(refOutcomes, func(o explore.Outcome) bool { return len(o.Differences) > 0 || o.Error != "" })
-	switch {
-	case failing:
-	case o.Inputs:
+	if o.Inputs && !failing {
 		if err := plan.PlanInputs(o.InputRules); err != nil {
 			t.Error(err)
 			return nil
 		}
-		outcomes = runInputs(t, plan, c, o.Others, plan.Inputs, nil, dir, o.FirstFinding, false)
+	}
+	if err := plan.Write(filepath.Join(dir, "plan.json")); err != nil {
+		t.Error(err)
+		return nil
+	}
+	switch {
+	case failing:
+	case o.Inputs:
+		outcomes = runInputs(t, plan, c, o.Others, plan.Inputs, nil, dir, o.FirstFinding, nil)
 	default:
-		outcomes = runPoints(t, plan, c, o.Others, plan.Points, nil, dir, o.FirstFinding, false)
+		outcomes = runPoints(t, plan, c, o.Others, plan.Points, nil, dir, o.FirstFinding, nil)
 	}
 	e := plan.Summarise(c.Name(), refOutcomes, outcomes, time.Since(began))
 	if err := e.Write(filepath.Join(dir, "exploration.json")); err != nil {
@@ -160,16 +167,12 @@ func explorePlanOf(t *testing.T, s *scenarios.Scenario, c scenarios.Controller, 
 		t.Error(err)
 		return nil, nil
 	}
-	if err := plan.Write(filepath.Join(dir, "plan.json")); err != nil {
-		t.Error(err)
-		return nil, nil
-	}
 	return plan, outcomes
 }
 
 // runPoints runs points of plan, one subtest each, and judges each run;
 // with pages, it writes each run's page beside its result.
-func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.Point, take func(k int) bool, dir string, first, pages bool) []explore.Outcome {
+func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.Point, take func(k int) bool, dir string, first bool, pages *pageLog) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Error(err)
@@ -198,7 +201,7 @@ func runPoints(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 			}
 			o := plan.Outcome(pt, res, filepath.Base(path))
 			o.File = file
-			o.Page = err == nil && pages && writePage(t, dir, res)
+			o.Page = err == nil && pages.write(t, res)
 			out = append(out, o)
 		})
 	}
@@ -216,7 +219,7 @@ func found(outcomes []explore.Outcome) bool {
 // (Plan.ShrinkInput), each candidate a subtest of the point's. With pages,
 // it writes the page of each point's result beside it (not of the
 // candidates').
-func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, take func(k int) bool, dir string, first, pages bool) []explore.Outcome {
+func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, points []explore.InputPoint, take func(k int) bool, dir string, first bool, pages *pageLog) []explore.Outcome {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "points"), 0o755); err != nil {
 		t.Error(err)
@@ -236,7 +239,7 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 			if len(o.Differences) > 0 && o.Error == "" {
 				run := func(cand explore.InputPoint) explore.Outcome {
 					var co explore.Outcome
-					t.Run(cand.ID, func(t *testing.T) { co = runInput(t, plan, c, others, cand, dir, root, false) })
+					t.Run(cand.ID, func(t *testing.T) { co = runInput(t, plan, c, others, cand, dir, root, nil) })
 					return co
 				}
 				small, so, runs := plan.ShrinkInput(pt, o, run, explore.DefaultInputShrinkRuns)
@@ -258,7 +261,7 @@ func runInputs(t *testing.T, plan *explore.Plan, c scenarios.Controller, others 
 // run cannot stand for it (Plan.TransitionOf), and judges them. It writes
 // their scenario files and results into dir, and with pages the page of
 // the result the outcome names.
-func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, pt explore.InputPoint, dir, root string, pages bool) explore.Outcome {
+func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others map[string]scenarios.Controller, pt explore.InputPoint, dir, root string, pages *pageLog) explore.Outcome {
 	t.Helper()
 	written := map[string]*reports.Result{} // by result file
 	run := func(s *scenarios.Scenario) (*reports.Result, string, string, error) {
@@ -306,20 +309,38 @@ func runInput(t *testing.T, plan *explore.Plan, c scenarios.Controller, others m
 		return o
 	}
 	o := judge()
-	if res := written[o.Result]; pages && res != nil {
-		o.Page = writePage(t, dir, res)
+	if res := written[o.Result]; res != nil {
+		o.Page = pages.write(t, res)
 	}
 	return o
 }
 
-// writePage writes res's page into dir (reports.WritePage), saying
-// whether it did: a page that could not be written is left to the report,
-// which renders it from the result.
-func writePage(t *testing.T, dir string, res *reports.Result) bool {
-	if err := reports.WritePage(dir, res); err != nil {
+// pageLog writes the pages of a points' process's runs beside their
+// results and keeps their summaries, which the process leaves for the
+// report (reports.WriteSummaries): the report then reads none of those
+// runs' files.
+type pageLog struct {
+	dir       string
+	mu        sync.Mutex
+	summaries []*reports.Result // without their histories
+}
+
+// write writes res's page into the log's folder (reports.WritePage),
+// saying whether it did: a page that could not be written is left to the
+// report, which renders it from the result. A nil log writes none.
+func (l *pageLog) write(t *testing.T, res *reports.Result) bool {
+	if l == nil {
+		return false
+	}
+	if err := reports.WritePage(l.dir, res); err != nil {
 		t.Logf("writing the page of %s: %v (the report renders it)", res.FileName(), err)
 		return false
 	}
+	s := *res
+	s.History = reports.History{}
+	l.mu.Lock()
+	l.summaries = append(l.summaries, &s)
+	l.mu.Unlock()
 	return true
 }
 
@@ -501,15 +522,32 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 		}
 		points, inputs := plan.Shard(i, n), plan.InputShard(i, n)
 		var take func(k int) bool
+		// The references' pages, by the process that ran shard k%n of them.
+		ref := func(k int) bool { return k%n == i }
 		if inv.ExploreClaims != "" {
 			points, inputs = plan.Points, explore.LongestFirst(plan.Inputs)
-			take = claimer(t, inv.ExploreClaims)
+			claim := claimer(t, inv.ExploreClaims)
+			take = func(k int) bool { return claim(strconv.Itoa(k)) }
+			ref = func(k int) bool { return claim("reference-" + strconv.Itoa(k)) }
 		}
+		pages := &pageLog{dir: dir}
 		var outcomes []explore.Outcome
 		if inv.ExploreInputs {
-			outcomes = runInputs(t, plan, c, others, inputs, take, dir, false, true)
+			outcomes = runInputs(t, plan, c, others, inputs, take, dir, false, pages)
 		} else {
-			outcomes = runPoints(t, plan, c, others, points, take, dir, false, true)
+			outcomes = runPoints(t, plan, c, others, points, take, dir, false, pages)
+		}
+		// The references' pages too, which the report would render once
+		// the last point is done: a process that has run its points renders
+		// them while the others run their last.
+		for k, res := range plan.References {
+			if ref(k) {
+				pages.write(t, res)
+			}
+		}
+		// Without its summaries, the report reads the runs' files.
+		if err := reports.WriteSummaries(filepath.Join(dir, fmt.Sprintf("summaries-%d.json", i)), pages.summaries); err != nil {
+			t.Logf("writing the summaries of the pages written: %v (the report reads the runs' files)", err)
 		}
 		b, err := json.Marshal(outcomes)
 		if err == nil {
@@ -554,17 +592,18 @@ func exploreFlags(t *testing.T, inv invocation.Invocation, list []*scenarios.Sce
 	}
 }
 
-// claimer is how processes that share points through dir take the k-th
-// of their list: the first to create dir/k has it. A claim that fails for
-// another reason than another process's is the test's error, and the
-// point is not run here. dir must be new to the exploration: an earlier
-// one's claims would take its points.
-func claimer(t *testing.T, dir string) func(k int) bool {
+// claimer is how processes that share work through dir take a piece of
+// it, named (the k-th point of their list is "k"): the first to create
+// dir/name has it. A claim that fails for another reason than another
+// process's is the test's error, and the piece is not done here. dir must
+// be new to the exploration: an earlier one's claims would take its
+// points.
+func claimer(t *testing.T, dir string) func(name string) bool {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("-converge.explore-claims: %v", err)
 	}
-	return func(k int) bool {
-		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(k)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	return func(name string) bool {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
 			if !errors.Is(err, fs.ErrExist) {
 				t.Errorf("-converge.explore-claims: %v", err)
