@@ -286,9 +286,13 @@ func gather() crMetrics {
 			}
 		}
 	}
-	if legacy, err := legacyregistry.DefaultGatherer.Gather(); err == nil {
-		for _, f := range legacy {
-			queues(f, controllers)
+	// Gathering the legacy registry was half of a probe: it is read only
+	// while the process's queues may report there.
+	if !workqueues.Reporting() {
+		if legacy, err := legacyregistry.DefaultGatherer.Gather(); err == nil {
+			for _, f := range legacy {
+				queues(f, controllers)
+			}
 		}
 	}
 	q := workqueues.Totals(controllers)

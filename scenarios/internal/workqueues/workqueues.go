@@ -120,6 +120,15 @@ func Totals(names map[string]bool) Snapshot {
 	return s
 }
 
+// Reporting says whether a queue of the process has reported to this
+// package's provider: then it is client-go's provider, and no queue
+// reports to another one's registry.
+func Reporting() bool {
+	mu.Lock()
+	defer mu.Unlock()
+	return len(total) > 0
+}
+
 // tallyOf is the Tally of a queue made now, and the process's counts of
 // queues named name.
 func tallyOf(name string) (*Tally, *counts) {

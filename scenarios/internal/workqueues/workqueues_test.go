@@ -29,6 +29,7 @@ func TestANamedQueueCountsInItsTally(t *testing.T) {
 	workqueues.Within(&tally, func() { q = named("counted") })
 	defer q.ShutDown()
 	assert.True(t, tally.Snapshot().Queues)
+	assert.True(t, workqueues.Reporting(), "a queue reports here: no other registry holds one")
 
 	q.Add("a")
 	q.Add("b")
