@@ -20,6 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -290,4 +294,73 @@ func mustInt(t *testing.T, s string) int64 {
 	n, err := strconv.ParseInt(s, 10, 64)
 	require.NoError(t, err)
 	return n
+}
+
+// TestConformanceEventsOfOneInstant: client-go's event recorders, of
+// either API, name an Event from its object's name and the clock's
+// nanoseconds. Every Event recorded for an object is stored, also when
+// several are recorded in one instant, as in virtual time they are.
+func TestConformanceEventsOfOneInstant(t *testing.T) {
+	onEveryBackend(t, world.Model{Kind: world.NeverReady}, func(t *testing.T, env *sim.Env) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cms := env.Observer.CoreV1().ConfigMaps(env.Namespace)
+		var objs []*corev1.ConfigMap
+		for _, name := range []string{"recorded", "recorded-by-events"} {
+			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+			objs = append(objs, cm)
+		}
+		reasons := []string{"First", "Second", "Third"}
+
+		core := record.NewBroadcaster(record.WithContext(ctx))
+		defer core.Shutdown()
+		core.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: env.Observer.CoreV1().Events(env.Namespace)})
+		recorder := core.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "conformance"})
+		for _, r := range reasons {
+			recorder.Event(objs[0], corev1.EventTypeNormal, r, "recorded "+r)
+		}
+
+		eventsAPI := events.NewBroadcaster(&events.EventSinkImpl{Interface: env.Observer.EventsV1()})
+		defer eventsAPI.Shutdown()
+		require.NoError(t, eventsAPI.StartRecordingToSinkWithContext(ctx))
+		newRecorder := eventsAPI.NewRecorder(scheme.Scheme, "conformance")
+		for _, r := range reasons {
+			newRecorder.Eventf(objs[1], nil, corev1.EventTypeNormal, r, "Recording", "recorded %s", r)
+		}
+
+		stored := func(list func() ([]string, error)) func() bool {
+			return func() bool {
+				got, err := list()
+				return err == nil && len(got) == len(reasons)
+			}
+		}
+		eventually(t, stored(func() ([]string, error) {
+			l, err := env.Observer.CoreV1().Events(env.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var got []string
+			for _, e := range l.Items {
+				if e.InvolvedObject.Name == "recorded" {
+					got = append(got, e.Reason)
+				}
+			}
+			return got, nil
+		}), "every core/v1 Event recorded is stored")
+		eventually(t, stored(func() ([]string, error) {
+			l, err := env.Observer.EventsV1().Events(env.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var got []string
+			for _, e := range l.Items {
+				if e.Regarding.Name == "recorded-by-events" {
+					got = append(got, e.Reason)
+				}
+			}
+			return got, nil
+		}), "every events.k8s.io Event recorded is stored")
+	})
 }

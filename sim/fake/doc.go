@@ -112,6 +112,14 @@
 //     None;
 //   - generated names end in a count of the names made from their
 //     generateName, not random letters;
+//   - an Event named as client-go's recorders name one (its object's name
+//     and the clock's nanoseconds, in hex) in an instant where an Event of
+//     that name exists is stored under the name of the recorder's next
+//     free nanosecond: in virtual time every Event of one instant reads
+//     the same clock, which two Events recorded in real time never do. A
+//     core/v1 recorder goes on with the name the server answered; an
+//     events.k8s.io one with the name it sent, so a later series of the
+//     renamed Event patches the first one;
 //   - uids are version 4 UUIDs drawn from the object's resource,
 //     namespace, name and how many objects were created under that name,
 //     not at random: the same in every run that creates the same objects;

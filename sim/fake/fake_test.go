@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -557,4 +558,40 @@ func TestWatchesCopyUnlessSharing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "web", got.Labels["app"])
 	assert.Equal(t, "web", a.Labels["app"])
+}
+
+// An Event named as client-go's recorders name one at this instant, whose
+// name is taken, is stored under the next free nanosecond's name; any
+// other taken name is refused, an Event's included.
+func TestEventsOfOneInstantAreStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, env := start(t)
+		ctx := context.Background()
+		events := env.Observer.CoreV1().Events(ns)
+		event := func(name string) *corev1.Event {
+			return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name},
+				InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: "shop"}, Reason: "Made"}
+		}
+		now := time.Now().UnixNano()
+		name := fmt.Sprintf("shop.%x", now)
+		var got []string
+		for range 3 {
+			e, err := events.Create(ctx, event(name), metav1.CreateOptions{})
+			require.NoError(t, err)
+			got = append(got, e.Name)
+		}
+		assert.Equal(t, []string{name, fmt.Sprintf("shop.%x", now+1), fmt.Sprintf("shop.%x", now+2)}, got)
+
+		for _, taken := range []string{"shop", fmt.Sprintf("shop.%x", now-5)} {
+			_, err := events.Create(ctx, event(taken), metav1.CreateOptions{})
+			require.NoError(t, err)
+			_, err = events.Create(ctx, event(taken), metav1.CreateOptions{})
+			assert.True(t, apierrors.IsAlreadyExists(err), "%s: %v", taken, err)
+		}
+		// Once the clock has moved on, the name of an earlier instant is
+		// taken for good.
+		time.Sleep(time.Second)
+		_, err := events.Create(ctx, event(name), metav1.CreateOptions{})
+		assert.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+	})
 }

@@ -376,6 +376,40 @@ type writeOptions struct {
 	applied bool // managedFields already computed by server-side apply
 }
 
+// eventName is the name an Event is stored under: name, unless an Event
+// of that name exists and name is what a client-go event recorder makes
+// of its object's name and this instant ("shop.18ef0ba7633c6658", the
+// clock's nanoseconds in hex). Then it is the name the recorder would
+// have made a nanosecond later, or the first free one after it: in
+// virtual time every Event recorded in one instant reads the same clock,
+// which two Events recorded in real time never do, and a real API server
+// stores each of them.
+func (s *store) eventName(r *resource, ns, name string) string {
+	if r.gvr.Resource != "events" || (r.gvr.Group != "" && r.gvr.Group != "events.k8s.io") {
+		return name
+	}
+	table := s.tables[r.gvr]
+	if _, taken := table[objKey{ns, name}]; !taken {
+		return name
+	}
+	i := strings.LastIndexByte(name, '.')
+	now := s.clock.Now().UnixNano()
+	if i < 0 || name[i+1:] != strconv.FormatInt(now, 16) {
+		return name
+	}
+	for n := now + 1; n <= now+maxEventsPerInstant; n++ {
+		next := name[:i+1] + strconv.FormatInt(n, 16)
+		if _, taken := table[objKey{ns, next}]; !taken {
+			return next
+		}
+	}
+	return name
+}
+
+// maxEventsPerInstant bounds the names eventName tries: more Events of
+// one object in one instant are refused as taken, as before.
+const maxEventsPerInstant = 1 << 16
+
 func (s *store) createLocked(ctx context.Context, r *resource, ns string, obj runtime.Object, o writeOptions) (runtime.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -398,6 +432,7 @@ func (s *store) createLocked(ctx context.Context, r *resource, ns string, obj ru
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(s.generateName(r.gvr, ns, m.GetGenerateName()))
 	}
+	m.SetName(s.eventName(r, ns, m.GetName()))
 	if errs := validateCreate(r.groupResource(), m, r.namespaced); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.groupKind(), m.GetName(), errs)
 	}
