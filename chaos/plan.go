@@ -19,8 +19,9 @@ type When struct {
 	// means no end.
 	After time.Duration `json:"after,omitempty"`
 	Until time.Duration `json:"until,omitempty"`
-	// Nth fires on the Nth match only (1-based): "the scaler's first PATCH
-	// of web-1" is Nth 1 of a patch target named web-1.
+	// Nth fires on the Nth match only (1-based), counted inside the window:
+	// "the scaler's first PATCH of web-1" is Nth 1 of a patch target named
+	// web-1; with After 8s, its first PATCH from 8 s on.
 	Nth int `json:"nth,omitempty"`
 	// Count caps the firings. Zero means no cap.
 	Count int `json:"count,omitempty"`
@@ -218,7 +219,6 @@ func (inj *Injector) fires(i int, key string) int {
 	s := inj.state[i]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.matches++
 	// The draw depends on the seed, the injection, the request and how
 	// many times that request matched before, not on the order in which
 	// concurrent workers' requests arrive: the k-th PATCH of web-1 meets
@@ -228,9 +228,13 @@ func (inj *Injector) fires(i int, key string) int {
 	fmt.Fprintf(h, "%d\x00%s\x00%d", i, key, s.seen[key])
 	draw := rand.New(rand.NewPCG(inj.plan.Seed, h.Sum64())).Float64()
 	elapsed := inj.clock.Since(inj.start)
-	switch {
-	case elapsed < w.After, w.Until > 0 && elapsed >= w.Until:
+	if elapsed < w.After || w.Until > 0 && elapsed >= w.Until {
 		return 0
+	}
+	// Nth counts the matches inside the window: "the first PATCH after
+	// 8s" whatever came before.
+	s.matches++
+	switch {
 	case w.Nth > 0 && s.matches != w.Nth:
 		return 0
 	case w.Count > 0 && s.fires >= w.Count:

@@ -64,6 +64,10 @@ func TestWhen(t *testing.T) {
 		{"the 3rd match only", chaos.When{Nth: 3}, []int{2}},
 		{"at most twice", chaos.When{Count: 2}, []int{0, 1}},
 		{"a window from 3s to 6s", chaos.When{After: 3 * time.Second, Until: 6 * time.Second}, []int{3, 4, 5}},
+		// Nth counts inside the window: the 2nd match from 3 s on, whatever
+		// matched before it.
+		{"the 2nd match from 3s on", chaos.When{After: 3 * time.Second, Nth: 2}, []int{4}},
+		{"the 3rd match of a window that holds two", chaos.When{After: 3 * time.Second, Until: 5 * time.Second, Nth: 3}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, firingsFor(t, 1, tt.when, testingclock.NewFakeClock(t0), 10, time.Second))
