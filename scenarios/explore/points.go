@@ -92,6 +92,13 @@ type candidate struct {
 func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]Point, map[string]int, []Step) {
 	h := ref.History
 	start := ref.Started
+	// Where an instance's injector measures windows from: its first
+	// instance's start.
+	origin := h.Start
+	if origin.IsZero() {
+		origin = start
+	}
+	origin = origin.Add(firstStart(ref))
 	var cands []candidate
 	watched := map[string]bool{}
 	for _, q := range h.Requests {
@@ -109,8 +116,8 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		return chaos.Target{Verbs: verbs, Resource: resource}, resource, resource + "/" + prefix(name) + "*"
 	}
 	// Writes: crash and SIGTERM after each, and 409 on each.
-	succeeded := map[string]int{}
-	tried := map[string]int{}
+	succeeded := matches{}
+	tried := matches{}
 	kinds := map[string]bool{}
 	for i, q := range h.Requests {
 		res := base(q.Resource)
@@ -126,7 +133,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		}
 		t, key, object := aim([]string{q.Verb}, res, q.Name)
 		key = q.Verb + " " + key
-		tried[key]++
+		nth := tried.add(key, q.At)
 		ok := q.Code >= 200 && q.Code < 300
 		sig := q.Verb + " " + object
 		about := fmt.Sprintf("%s (instance %d)", q.String(), q.Instance)
@@ -134,24 +141,24 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		if q.Verb != "delete" {
 			c409 := c
 			c409.failed = false // a 409 needs the request, not its success
-			c409.Point = Point{Class: Refused, About: about, Fault: chaos.Spec{Fault: chaos.FaultConflict, Target: t, When: chaos.When{Nth: tried[key]}},
+			c409.Point = Point{Class: Refused, About: about, Fault: chaos.Spec{Fault: chaos.FaultConflict, Target: t, When: tried.when(key, nth, origin)},
 				Signature: "conflict " + sig, At: since(start, q.At)}
 			cands = append(cands, c409)
 		}
 		if ok {
-			succeeded[key]++
+			succeeded.add(key, q.At)
 		}
-		if tried[key] == 1 && t.Name != "" {
+		if nth == 1 && t.Name != "" {
 			storm := c
 			storm.failed, storm.noop = false, false
 			storm.Point = Point{Class: Refused, About: about, Fault: chaos.Spec{Fault: chaos.FaultServerError, Code: 503, Target: t, When: chaos.When{Count: StormLength}},
 				Signature: "server-error storm " + sig, At: since(start, q.At)}
 			cands = append(cands, storm)
 		}
-		n := max(succeeded[key], 1)
+		after := succeeded.when(key, max(len(succeeded[key]), 1), origin)
 		for _, f := range []string{chaos.FaultCrash, chaos.FaultTerminate} {
 			cc := c
-			cc.Point = Point{Class: Intermediate, About: about, Fault: chaos.Spec{Fault: f, Target: t, When: chaos.When{Nth: n}},
+			cc.Point = Point{Class: Intermediate, About: about, Fault: chaos.Spec{Fault: f, Target: t, When: after},
 				Signature: f + " after " + sig, At: since(start, q.At)}
 			cands = append(cands, cc)
 		}
@@ -162,30 +169,30 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		// one it had changed is as it was.
 		if ok {
 			st := c
-			st.Point = Point{Class: Stale, About: about, Fault: chaos.Spec{Fault: chaos.FaultCrash, Target: t, When: chaos.When{Nth: n}},
+			st.Point = Point{Class: Stale, About: about, Fault: chaos.Spec{Fault: chaos.FaultCrash, Target: t, When: after},
 				Also:      []chaos.Spec{travelBefore()},
 				Signature: "restart before " + sig, At: since(start, q.At)}
 			cands = append(cands, st)
 		}
 	}
 	// Watches: 410 on each (re)start of a watch.
-	watches := map[string]int{}
+	watches := matches{}
 	for _, q := range h.Requests {
 		if q.Verb != "watch" {
 			continue
 		}
 		res := base(q.Resource)
-		watches[res]++
-		cands = append(cands, candidate{Point: Point{Class: Stale, About: fmt.Sprintf("watch %s #%d", res, watches[res]),
-			Fault:     chaos.Spec{Fault: chaos.FaultWatchExpired, Target: chaos.Target{Verbs: []string{"watch"}, Resource: res}, When: chaos.When{Nth: watches[res]}},
+		nth := watches.add(res, q.At)
+		cands = append(cands, candidate{Point: Point{Class: Stale, About: fmt.Sprintf("watch %s #%d", res, nth),
+			Fault:     chaos.Spec{Fault: chaos.FaultWatchExpired, Target: chaos.Target{Verbs: []string{"watch"}, Resource: res}, When: watches.when(res, nth, origin)},
 			Signature: "watch-expired " + res, At: since(start, q.At)}})
 	}
 	// Events: drop or hold back each; a tombstone for each deletion.
-	frames := map[string]int{}
-	deletions := map[string]int{}
+	frames := matches{}
+	deletions := matches{}
 	for i, e := range h.Events {
 		t, key, object := aim(nil, e.Resource, e.Name)
-		frames[key]++
+		frame := frames.when(key, frames.add(key, e.At), origin)
 		next := nextEvent(h.Events, i)
 		c := candidate{unwatched: !watched[e.Resource], last: next < 0}
 		sig := strings.ToLower(e.Type) + " " + object
@@ -194,7 +201,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		// Lost: the informer learns of the change from a relist.
 		lost := c
 		lost.last = false
-		lost.Point = Point{Class: Unobserved, About: about, Fault: chaos.Spec{Fault: chaos.FaultWatchLost, Target: t, When: chaos.When{Nth: frames[key]}},
+		lost.Point = Point{Class: Unobserved, About: about, Fault: chaos.Spec{Fault: chaos.FaultWatchLost, Target: t, When: frame},
 			Signature: "watch-lost " + sig, At: at}
 		cands = append(cands, lost)
 		hold := c
@@ -202,15 +209,15 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		if next >= 0 {
 			d = max(h.Events[next].At.Sub(e.At)+delayFloor, delayFloor).Round(time.Millisecond)
 		}
-		hold.Point = Point{Class: Unobserved, About: about, Fault: chaos.Spec{Fault: chaos.FaultWatchDelay, Delay: d, Target: t, When: chaos.When{Nth: frames[key]}},
+		hold.Point = Point{Class: Unobserved, About: about, Fault: chaos.Spec{Fault: chaos.FaultWatchDelay, Delay: d, Target: t, When: frame},
 			Signature: "watch-delay " + sig, At: at}
 		cands = append(cands, hold)
 		if e.Type == "DELETED" {
 			// A tombstone acts on deletions only, so only they count.
-			deletions[key]++
+			nth := deletions.add(key, e.At)
 			when := chaos.When{Count: 1}
 			if t.Name == "" {
-				when = chaos.When{Nth: deletions[key]}
+				when = deletions.when(key, nth, origin)
 			}
 			tomb := c
 			tomb.last = false // the relist tells the controller, late
@@ -253,6 +260,46 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 		points[i].ID = fmt.Sprintf("p%03d", i+1)
 	}
 	return points, found, steps
+}
+
+// aimSlack is how far before a reference's instant a point's window opens:
+// the instants of a virtual-time run repeat exactly, the slack only spares
+// an instance that started a hair later.
+const aimSlack = time.Millisecond
+
+// matches are the instants at which the reference met a kind of request or
+// event, by key, in order: a point aims at one of them.
+type matches map[string][]time.Time
+
+// add counts a match of key at at and returns its number (1-based).
+func (m matches) add(key string, at time.Time) int {
+	m[key] = append(m[key], at)
+	return len(m[key])
+}
+
+// when aims at key's n-th match (1-based; the first when there is none):
+// the match of that rank among those from its instant on, in a window that
+// opens then (after origin, where the injector measures from). Counted
+// from the run's start, it would aim at another request in a run where the
+// controller wrote the object once more before: two reconciles of one
+// instant racing, which the controller's own goroutines decide; counted
+// from the instant, a point hits the write it was found at.
+func (m matches) when(key string, n int, origin time.Time) chaos.When {
+	times := m[key]
+	if n < 1 || n > len(times) {
+		return chaos.When{Nth: max(n, 1)}
+	}
+	from := times[n-1].Add(-aimSlack)
+	if !from.After(origin) {
+		return chaos.When{Nth: n}
+	}
+	rank := 0
+	for _, t := range times[:n] {
+		if !t.Before(from) {
+			rank++
+		}
+	}
+	return chaos.When{After: from.Sub(origin), Nth: rank}
 }
 
 // TravelHold is how long a restarted instance's view stays from before
