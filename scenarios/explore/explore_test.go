@@ -1,12 +1,15 @@
 package explore
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/converge-lab/converge/chaos"
 	"github.com/converge-lab/converge/reports"
@@ -207,3 +210,65 @@ func TestTextCountsWhatWasPruned(t *testing.T) {
 	e.Noise = Noise{Exists: []string{"configmaps/note-1234567"}, Families: []string{"configmaps/note-"}}
 	assert.Contains(t, e.Text(), "8 references disagreed on 0 fields, 1 objects, 1 name families and 0 counts: not judged")
 }
+
+// A point aims at its write by the instant the reference wrote it and its
+// rank from then on, and an injector so aimed hits that write in a run
+// where the controller wrote the object once more before it (two
+// reconciles of one instant racing); counted from the start it hit the
+// extra one.
+func TestPointsAimAtTheirInstant(t *testing.T) {
+	t0 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	write := func(d time.Duration, code int) reports.Request {
+		return reports.Request{At: at(d), Verb: "update", Resource: "configmaps", Name: "shop-config", Code: code}
+	}
+	ref := &reports.Result{Started: t0, History: reports.History{Start: t0,
+		Lives:    []reports.Life{{Started: at(200 * time.Millisecond)}},
+		Requests: []reports.Request{write(8*time.Second, 200), write(8*time.Second, 200), write(16*time.Second, 200)}}}
+	points, _, _ := enumerate(ref, func(string) bool { return true })
+	var conflicts []chaos.When
+	for _, p := range points {
+		if p.Fault.Fault == chaos.FaultConflict {
+			conflicts = append(conflicts, p.Fault.When)
+		}
+	}
+	origin := 200 * time.Millisecond
+	assert.Equal(t, []chaos.When{
+		{After: 8*time.Second - origin - aimSlack, Nth: 1},
+		{After: 8*time.Second - origin - aimSlack, Nth: 2},
+		{After: 16*time.Second - origin - aimSlack, Nth: 1},
+	}, conflicts)
+
+	// A run that writes the object twice at 8 s where the reference wrote it
+	// once: the point found at 16 s still meets the write at 16 s.
+	once := &reports.Result{Started: t0, History: reports.History{Start: t0,
+		Lives:    []reports.Life{{Started: at(origin)}},
+		Requests: []reports.Request{write(8*time.Second, 200), write(16*time.Second, 200)}}}
+	points, _, _ = enumerate(once, func(string) bool { return true })
+	i := slices.IndexFunc(points, func(p Point) bool {
+		return p.Fault.Fault == chaos.FaultConflict && p.At == reports.Duration(16*time.Second)
+	})
+	require.GreaterOrEqual(t, i, 0)
+	clk := testingclock.NewFakeClock(t0.Add(origin))
+	inj, err := chaos.NewInjector(chaos.Plan{Clock: clk, Injections: []chaos.Injection{{
+		Fault: chaos.Conflict(chaos.Target{Resource: "configmaps", Name: "shop-config", Verbs: []string{"update"}}), When: points[i].Fault.When}}})
+	require.NoError(t, err)
+	rt := inj.Wrap(roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	}))
+	var refused []time.Duration
+	for _, d := range []time.Duration{8 * time.Second, 8 * time.Second, 16 * time.Second} {
+		clk.SetTime(at(d))
+		req := httptest.NewRequest(http.MethodPut, "https://k8s/api/v1/namespaces/a/configmaps/shop-config", http.NoBody)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		if resp.StatusCode == http.StatusConflict {
+			refused = append(refused, d)
+		}
+	}
+	assert.Equal(t, []time.Duration{16 * time.Second}, refused, "the write the point was found at")
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
