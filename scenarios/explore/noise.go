@@ -197,9 +197,13 @@ func firstStart(r *reports.Result) time.Duration {
 	if len(r.History.Lives) == 0 {
 		return 0
 	}
-	start := r.History.Start
-	if start.IsZero() {
-		start = r.Started
+	return r.History.Lives[0].Started.Sub(runStart(r))
+}
+
+// runStart is when r's history began.
+func runStart(r *reports.Result) time.Time {
+	if r.History.Start.IsZero() {
+		return r.Started
 	}
-	return r.History.Lives[0].Started.Sub(start)
+	return r.History.Start
 }

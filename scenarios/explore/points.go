@@ -94,11 +94,7 @@ func enumerate(ref *reports.Result, deterministic func(object string) bool) ([]P
 	start := ref.Started
 	// Where an instance's injector measures windows from: its first
 	// instance's start.
-	origin := h.Start
-	if origin.IsZero() {
-		origin = start
-	}
-	origin = origin.Add(firstStart(ref))
+	origin := runStart(ref).Add(firstStart(ref))
 	var cands []candidate
 	watched := map[string]bool{}
 	for _, q := range h.Requests {
