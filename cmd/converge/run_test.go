@@ -32,7 +32,12 @@ func TestMain(m *testing.M) {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	simtest.BuildAsThisBinary()
-	os.Exit(m.Run())
+	code := m.Run()
+	// The scenario tests scenarioTests built (170 MB) go with the run.
+	if testBin != "" {
+		_ = os.RemoveAll(filepath.Dir(testBin))
+	}
+	os.Exit(code)
 }
 
 func TestSeedList(t *testing.T) {

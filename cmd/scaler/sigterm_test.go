@@ -27,7 +27,14 @@ import (
 	"github.com/converge-lab/converge/sim/simtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(simtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := simtest.Main(m)
+	// The binary scalerBinary built goes with the run.
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
 
 var (
 	buildOnce sync.Once
