@@ -201,14 +201,13 @@ func (v *version) validate(ctx context.Context, obj, old map[string]any) field.E
 		errs       field.ErrorList
 		celOptions []cel.Option
 	)
-	if old == nil {
-		errs = apiservervalidation.ValidateCustomResource(nil, obj, v.schema)
-	} else {
+	errs = apiservervalidation.ValidateCustomResource(nil, obj, v.schema)
+	if old != nil {
 		correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: v.structural})
 		// Ratcheting only forgives errors of values the update left as they
-		// were, and costs twice a plain validation: it runs only on an
-		// object the plain one refuses.
-		if errs = apiservervalidation.ValidateCustomResource(nil, obj, v.schema); len(errs) > 0 {
+		// were, and builds a validator for every node: it runs only on an
+		// update the plain validation refuses.
+		if len(errs) > 0 {
 			errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, v.schema, apiservervalidation.WithRatcheting(correlated))
 		}
 		celOptions = append(celOptions, cel.WithRatcheting(correlated))
